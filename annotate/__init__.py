@@ -1,1 +1,69 @@
-"""mkdocs-annotate: review notes on a rendered documentation site, handed to coding agents."""
+"""mkdocs-annotate: review notes on a rendered documentation site, handed to coding agents.
+
+>>> import annotate
+>>> store = annotate.open(".")            # <project>/.annotate/annotations.db
+>>> note = store.add_annotation({"pageUrl": "/", "selectedText": "Hello", "note": "Fix"})
+>>> store.set_in_progress(note.id).status
+'in_progress'
+"""
+
+from .errors import (
+    AnnotateError,
+    AnnotationNotFound,
+    EmptyReplacedText,
+    EmptyReply,
+    ImportFormatError,
+    InvalidTransition,
+    NewerSchemaError,
+    NotATextAnnotation,
+    NotFoundError,
+    PageNoteNotFound,
+    ReviewNotFound,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreError,
+    ValidationError,
+)
+from .models import (
+    Annotation,
+    ElementSelector,
+    PageNote,
+    Reply,
+    Review,
+    Source,
+    Summary,
+    TextPosition,
+    TextQuote,
+)
+from .store import Store, open
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnnotateError",
+    "Annotation",
+    "AnnotationNotFound",
+    "ElementSelector",
+    "EmptyReplacedText",
+    "EmptyReply",
+    "ImportFormatError",
+    "InvalidTransition",
+    "NewerSchemaError",
+    "NotATextAnnotation",
+    "NotFoundError",
+    "PageNote",
+    "PageNoteNotFound",
+    "Reply",
+    "Review",
+    "ReviewNotFound",
+    "Source",
+    "Store",
+    "StoreBusyError",
+    "StoreCorruptError",
+    "StoreError",
+    "Summary",
+    "TextPosition",
+    "TextQuote",
+    "ValidationError",
+    "open",
+]

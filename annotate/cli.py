@@ -1,0 +1,410 @@
+"""The `annotate` command: each subcommand opens the store, makes one library call, prints.
+
+Human-readable output by default (for an agent reading it in a conversation), `--json` everywhere.
+Exit codes: 0 ok, 1 a user error with a one-line message, 2 usage (SPEC §7).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import store as store_module
+from .errors import AnnotateError
+from .models import ANCHOR_STATES, STATUSES, Annotation, PageNote, Summary
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Ctx:
+    """What every command needs: where the store is and how to print."""
+
+    def __init__(self, project: str, db: str | None, as_json: bool) -> None:
+        self.project = project
+        self.db = db
+        self.as_json = as_json
+
+    def store(self) -> store_module.Store:
+        if self.db:
+            return store_module.Store(self.db, project_dir=self.project if self.project else None)
+        return store_module.open(self.project or ".")
+
+    def emit(self, data: Any, human: Callable[[], str]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        else:
+            click.echo(human())
+
+
+def command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
+    """A subcommand with `--project`, `--db` and `--json`, whose library errors exit 1."""
+
+    def decorate(fn: F) -> F:
+        @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+        @click.option(
+            "--db",
+            type=click.Path(dir_okay=False),
+            help="Database file (default: PROJECT/.annotate/annotations.db).",
+        )
+        @click.option(
+            "--project",
+            type=click.Path(file_okay=False),
+            default=".",
+            show_default=True,
+            help="Project folder (the folder of mkdocs.yml).",
+        )
+        @functools.wraps(fn)
+        def wrapper(project: str, db: str | None, as_json: bool, **params: Any) -> None:
+            ctx = Ctx(project, db, as_json)
+            try:
+                fn(ctx, **params)
+            except AnnotateError as e:
+                raise SystemExit(_fail(str(e))) from None
+
+        return group.command(name, **kwargs)(wrapper)  # type: ignore[return-value]
+
+    return decorate
+
+
+def _fail(message: str) -> int:
+    click.echo(f"Error: {message}", err=True)
+    return 1
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mkdocs-annotate", prog_name="annotate")
+def cli() -> None:
+    """Review notes on a rendered MkDocs site, for coding agents.
+
+    Agents: run `annotate summary`, then `annotate list`; for each note `annotate start ID`, edit the
+    Markdown file it points at, `annotate address ID --replaced-text TEXT` and
+    `annotate reply ID "what you changed"`.
+    """
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _where(item: Annotation | PageNote) -> str:
+    if isinstance(item, Annotation) and item.source:
+        return f"{item.page_url} {item.source.lines}"
+    return item.page_url
+
+
+def _replies_line(item: Annotation | PageNote) -> str:
+    n = len(item.replies)
+    if not n:
+        return "0 replies"
+    return f"{n} repl{'y' if n == 1 else 'ies'}, last reply from: {item.replies[-1].role}"
+
+
+def _item_block(item: Annotation | PageNote) -> list[str]:
+    if isinstance(item, Annotation):
+        attrs = [f"status={item.status}", f"anchor={item.anchor_state}"]
+        if item.intent != "comment":
+            attrs.append(f"intent={item.intent}")
+        lines = [f"[{item.id}] {_where(item)} ({', '.join(attrs)})"]
+        if item.type == "text":
+            lines.append(f'  quote: "{_short(item.selected_text or "")}"')
+        elif item.element_selector:
+            lines.append(f"  element: {_short(item.element_selector.css_selector)}")
+    else:
+        lines = [f"[{item.id}] {item.page_url} (page note, status={item.status})"]
+    if item.note:
+        lines.append(f'  "{_short(item.note)}"')
+    if isinstance(item, Annotation) and item.suggestion:
+        lines.append(f'  suggestion: "{_short(item.suggestion)}"')
+    lines.append(f"  {_replies_line(item)}")
+    return lines
+
+
+def _listing(items: Sequence[Annotation | PageNote], noun: str, filters: str) -> str:
+    plural = noun if len(items) == 1 else noun + "s"
+    head = f"{len(items)} {plural} ({filters}):" if items else f"No {noun}s ({filters})."
+    blocks = ["\n".join(_item_block(i)) for i in items]
+    return "\n\n".join([head, *blocks])
+
+
+def _detail(item: Annotation | PageNote) -> str:
+    if isinstance(item, Annotation):
+        kind = "text annotation" if item.type == "text" else "element annotation"
+    else:
+        kind = "page note"
+    title = f" ({item.page_title})" if item.page_title else ""
+    lines = [f"[{item.id}] {kind} on {item.page_url}{title}", f"status: {item.status}"]
+    if isinstance(item, Annotation):
+        score = f", score {item.anchor_score:g}" if item.anchor_score is not None else ""
+        lines.append(f"anchor: {item.anchor_state}{score}")
+        if item.source:
+            lines.append(f"source: {item.source.lines}")
+        if item.type == "text":
+            lines.append(f'quote: "{item.selected_text}"')
+        elif item.element_selector:
+            sel = item.element_selector
+            lines.append(f"element: {sel.css_selector}")
+            if sel.description:
+                lines.append(f"description: {sel.description}")
+            if sel.outer_html_preview:
+                lines.append(f"preview: {sel.outer_html_preview}")
+        lines.append(f"intent: {item.intent}")
+    lines.append("note:")
+    lines += [f"  {line}" for line in (item.note or "(none)").splitlines()]
+    if isinstance(item, Annotation):
+        if item.suggestion:
+            lines.append("suggestion:")
+            lines += [f"  {line}" for line in item.suggestion.splitlines()]
+        if item.replaced_text:
+            lines.append(f'replaced by: "{item.replaced_text}"')
+    lines.append(f"created: {item.created_at}, updated: {item.updated_at}")
+    lines.append(f"replies ({len(item.replies)}):" if item.replies else "replies: none")
+    for r in item.replies:
+        lines.append(f"  [{r.role} {r.created_at}] {r.message}")
+    return "\n".join(lines)
+
+
+def _changed(verb: str, item: Annotation | PageNote) -> str:
+    return f"{verb} {item.id} (status: {item.status})"
+
+
+def _summary_text(s: Summary) -> str:
+    a, n = s.annotations, s.page_notes
+    pages = f"{s.pages} page{'' if s.pages == 1 else 's'}"
+    lines = [
+        f"{s.open_items} item{'' if s.open_items == 1 else 's'} waiting for the agent on {pages}.",
+        "annotations: " + ", ".join(f"{a[k]} {k.replace('_', ' ')}" for k in STATUSES),
+        "page notes: " + ", ".join(f"{n[k]} {k.replace('_', ' ')}" for k in STATUSES),
+        "anchors: " + ", ".join(f"{s.anchor_states[k]} {k}" for k in ANCHOR_STATES),
+    ]
+    if s.pending_reviews:
+        lines.append(
+            f"{s.pending_reviews} review{'' if s.pending_reviews == 1 else 's'} sent to the agent "
+            "and not picked up yet."
+        )
+    return "\n".join(lines)
+
+
+def _filters_text(page: str | None, status: Sequence[str], include_all: bool) -> str:
+    parts = [
+        f"status={','.join(status)}"
+        if status
+        else ("status=all" if include_all else "status=open,in_progress,addressed")
+    ]
+    if page:
+        parts.append(f"page={page}")
+    return ", ".join(parts)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+STATUS_CHOICE = click.Choice(STATUSES)
+
+
+@command(cli, "list")
+@click.option("--page", help="Only this page, e.g. /guide/install/.")
+@click.option(
+    "--status", "status", multiple=True, type=STATUS_CHOICE, help="Only this status (repeatable)."
+)
+@click.option(
+    "--type",
+    "kind",
+    type=click.Choice(["text", "element"]),
+    help="Only text or element annotations.",
+)
+@click.option("--anchor", type=click.Choice(ANCHOR_STATES), help="Only this anchor state.")
+@click.option("--all", "include_all", is_flag=True, help="Include resolved annotations.")
+def list_(
+    ctx: Ctx,
+    page: str | None,
+    status: tuple[str, ...],
+    kind: str | None,
+    anchor: str | None,
+    include_all: bool,
+) -> None:
+    """List annotations (resolved ones only with --all or --status resolved)."""
+    items = ctx.store().list_annotations(
+        page, list(status) or None, type=kind, anchor_state=anchor, include_resolved=include_all
+    )
+    ctx.emit(
+        [a.to_dict() for a in items],
+        lambda: _listing(items, "annotation", _filters_text(page, status, include_all)),
+    )
+
+
+@command(cli, "get")
+@click.argument("id")
+def get(ctx: Ctx, id: str) -> None:
+    """Show one annotation or page note in full, with its replies."""
+    item = ctx.store().get(id)
+    ctx.emit(item.to_dict(), lambda: _detail(item))
+
+
+@command(cli, "start")
+@click.argument("id")
+def start(ctx: Ctx, id: str) -> None:
+    """Mark a note in progress before editing the Markdown (set_in_progress)."""
+    item = ctx.store().set_in_progress(id)
+    ctx.emit(item.to_dict(), lambda: _changed("Started", item))
+
+
+@command(cli, "address")
+@click.argument("id")
+@click.option("--replaced-text", help="The text that now stands where the quote was.")
+def address(ctx: Ctx, id: str, replaced_text: str | None) -> None:
+    """Mark a note addressed: done, waiting for the reviewer (address_annotation)."""
+    item = ctx.store().address_annotation(id, replaced_text)
+    ctx.emit(item.to_dict(), lambda: _changed("Addressed", item))
+
+
+@command(cli, "target")
+@click.argument("id")
+@click.argument("replaced_text")
+def target(ctx: Ctx, id: str, replaced_text: str) -> None:
+    """Record the text that replaced the quote (update_annotation_target)."""
+    item = ctx.store().update_annotation_target(id, replaced_text)
+    ctx.emit(item.to_dict(), lambda: f"Updated the target of {item.id}")
+
+
+@command(cli, "reply")
+@click.argument("id")
+@click.argument("message", required=False)
+@click.option("-m", "--message", "message_option", help="The reply (instead of the argument).")
+@click.option(
+    "--role",
+    type=click.Choice(["agent", "reviewer"]),
+    default="agent",
+    show_default=True,
+    help="Who is replying.",
+)
+def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, role: str) -> None:
+    """Add a reply to a note's thread (add_agent_reply)."""
+    text = message if message is not None else message_option
+    if text is None:
+        raise click.UsageError("Give the reply as an argument or with --message.")
+    item = ctx.store().add_reply(id, text, role=role)
+    ctx.emit(item.to_dict(), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
+
+
+@command(cli, "accept")
+@click.argument("id")
+def accept(ctx: Ctx, id: str) -> None:
+    """Accept a note: it becomes resolved."""
+    item = ctx.store().accept(id)
+    ctx.emit(item.to_dict(), lambda: _changed("Accepted", item))
+
+
+@command(cli, "reopen")
+@click.argument("id")
+@click.option("--note", help="A follow-up note, added as a reviewer reply.")
+def reopen(ctx: Ctx, id: str, note: str | None) -> None:
+    """Reopen an addressed or resolved note."""
+    item = ctx.store().reopen(id, note)
+    ctx.emit(item.to_dict(), lambda: _changed("Reopened", item))
+
+
+@command(cli, "delete")
+@click.argument("id")
+def delete(ctx: Ctx, id: str) -> None:
+    """Delete an annotation or page note and its replies."""
+    ctx.store().delete(id)
+    ctx.emit({"deleted": id}, lambda: f"Deleted {id}")
+
+
+@command(cli, "notes")
+@click.option("--page", help="Only this page, e.g. /guide/install/.")
+@click.option(
+    "--status", "status", multiple=True, type=STATUS_CHOICE, help="Only this status (repeatable)."
+)
+@click.option("--all", "include_all", is_flag=True, help="Include resolved page notes.")
+def notes(ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool) -> None:
+    """List page notes: feedback about a page as a whole."""
+    items = ctx.store().list_page_notes(page, list(status) or None, include_resolved=include_all)
+    ctx.emit(
+        [n.to_dict() for n in items],
+        lambda: _listing(items, "page note", _filters_text(page, status, include_all)),
+    )
+
+
+@command(cli, "summary")
+def summary(ctx: Ctx) -> None:
+    """Counts of notes by status and anchor state: is there work for the agent?"""
+    s = ctx.store().summary()
+    ctx.emit(s.to_dict(), lambda: _summary_text(s))
+
+
+@command(cli, "export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json", "w3c"]),
+    default=None,
+    help="markdown (default), json (the whole store) or w3c (Web Annotation JSON-LD).",
+)
+@click.option(
+    "--include-resolved/--no-include-resolved",
+    default=None,
+    help="Include resolved notes (default: only in json and w3c).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write to this file instead of standard output.",
+)
+def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str | None) -> None:
+    """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD."""
+    fmt = fmt or ("json" if ctx.as_json else "markdown")
+    text = ctx.store().export(fmt, include_resolved=include_resolved)
+    if output:
+        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        click.echo(f"Wrote {fmt} export to {output}", err=True)
+    else:
+        click.echo(text.rstrip("\n"))
+
+
+@command(cli, "import")
+@click.argument("file", type=click.Path(dir_okay=False))
+def import_(ctx: Ctx, file: str) -> None:
+    """Import a JSON export, or astro-inline-review's inline-review.json."""
+    counts = ctx.store().import_file(file)
+
+    def human() -> str:
+        parts = [
+            f"{counts['annotations']} annotations",
+            f"{counts['pageNotes']} page notes",
+            f"{counts['replies']} replies",
+        ]
+        if counts["reviews"]:
+            parts.append(f"{counts['reviews']} reviews")
+        return f"Imported {', '.join(parts)} from {file} ({counts['skipped']} already present)"
+
+    ctx.emit(counts, human)
+
+
+@command(cli, "purge")
+@click.option("--resolved", is_flag=True, help="Delete every resolved note (required).")
+def purge(ctx: Ctx, resolved: bool) -> None:
+    """Delete resolved notes for good."""
+    if not resolved:
+        raise click.UsageError("Say what to purge: annotate purge --resolved")
+    n = ctx.store().purge_resolved()
+    ctx.emit({"purged": n}, lambda: f"Purged {n} resolved item{'' if n == 1 else 's'}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="annotate")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Named exceptions of the library.
+
+Each surface translates them at its edge: the CLI prints the message and exits 1, the web app answers
+`{error, code}` with `http_status`, the MCP server returns `isError` with the message. Messages that an
+agent configured for astro-inline-review already knows keep that tool's exact wording
+(`seeds/003_8cb1700e38522664.txt`).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnnotateError",
+    "AnnotationNotFound",
+    "EmptyReplacedText",
+    "EmptyReply",
+    "ImportFormatError",
+    "InvalidTransition",
+    "NewerSchemaError",
+    "NotATextAnnotation",
+    "NotFoundError",
+    "PageNoteNotFound",
+    "ReviewNotFound",
+    "StoreBusyError",
+    "StoreCorruptError",
+    "StoreError",
+    "ValidationError",
+]
+
+
+class AnnotateError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+    code = "error"
+    http_status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFoundError(AnnotateError):
+    """An id that names nothing in the store."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class AnnotationNotFound(NotFoundError):
+    """No annotation (or page note) has this id."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(f'Annotation with ID "{id}" not found')
+        self.id = id
+
+
+class PageNoteNotFound(NotFoundError):
+    """No page note has this id."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(f'Page note with ID "{id}" not found')
+        self.id = id
+
+
+class ReviewNotFound(NotFoundError):
+    """No review has this id."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(f'Review with ID "{id}" not found')
+        self.id = id
+
+
+class ValidationError(AnnotateError):
+    """Input that breaks a rule; `field` names the offending field when there is one."""
+
+    code = "invalid"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class EmptyReply(ValidationError):
+    def __init__(self) -> None:
+        super().__init__("Reply message must not be empty", field="message")
+
+
+class EmptyReplacedText(ValidationError):
+    def __init__(self) -> None:
+        super().__init__("replacedText must not be empty", field="replacedText")
+
+
+class NotATextAnnotation(ValidationError):
+    def __init__(self) -> None:
+        super().__init__("not a text annotation", field="replacedText")
+
+
+class ImportFormatError(ValidationError):
+    """A file given to import that is neither our JSON export nor an inline-review.json."""
+
+    code = "invalid_import"
+
+
+class InvalidTransition(AnnotateError):
+    """A status change the lifecycle does not allow (SPEC §3 "Statuses")."""
+
+    code = "invalid_transition"
+    http_status = 409
+
+
+class StoreError(AnnotateError):
+    """The database file itself is the problem."""
+
+    code = "store_error"
+    http_status = 500
+
+
+class StoreCorruptError(StoreError):
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path} is not a readable annotation database ({detail})")
+        self.path = path
+
+
+class NewerSchemaError(StoreError):
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} was written by a newer mkdocs-annotate (schema version {found}, this "
+            f"version reads up to {supported}); upgrade mkdocs-annotate to open it"
+        )
+        self.path = path
+
+
+class StoreBusyError(StoreError):
+    """Another process held the write lock for longer than the busy timeout; safe to retry."""
+
+    code = "store_busy"
+    http_status = 503
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is busy (another process is writing); try again")
+        self.path = path

@@ -1,0 +1,299 @@
+"""Exports: Markdown for a chat, JSON for backup and import, W3C Web Annotation JSON-LD.
+
+The Markdown follows astro-inline-review's clipboard export (its marks `🔧 [Addressed]` and
+`⏳ [In Progress]`, replies inline with their role) and adds what an agent needs to act: the id,
+the intent and suggestion, and the Markdown `path:lines` when known.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from .errors import ValidationError
+from .models import Annotation, PageNote, Reply, Review
+
+if TYPE_CHECKING:
+    from .store import Store
+
+__all__ = ["FORMATS", "JSON_FORMAT", "W3C_CONTEXT", "render", "to_json", "to_markdown", "to_w3c"]
+
+FORMATS = ("markdown", "json", "w3c")
+JSON_FORMAT = "mkdocs-annotate"
+JSON_VERSION = 1
+W3C_CONTEXT = "http://www.w3.org/ns/anno.jsonld"
+# Stable urn:uuid ids for the JSON-LD, derived from our ids (W3C ids must be IRIs).
+ID_NAMESPACE = uuid.UUID("6f1d3c1e-58a4-4a52-9d43-1f0e0a5b7c11")
+
+STATUS_MARKS = {
+    "in_progress": "⏳ [In Progress]",
+    "addressed": "🔧 [Addressed]",
+    "resolved": "✅ [Resolved]",
+}
+ANCHOR_MARKS = {
+    "stale": "⚠️ [Stale: the text changed since the note was made]",
+    "orphaned": "⚠️ [Orphaned: could not locate the text]",
+}
+ROLE_LABELS = {"reviewer": "Reviewer", "agent": "Agent"}
+
+
+def render(store: Store, format: str, *, include_resolved: bool | None = None) -> str:
+    """One export of the whole store; resolved items are left out of Markdown unless asked for."""
+    if format not in FORMATS:
+        raise ValidationError(
+            f"format must be one of {', '.join(FORMATS)}, got {format!r}", "format"
+        )
+    if include_resolved is None:
+        include_resolved = format != "markdown"
+    annotations, notes = store.all_items(include_resolved=include_resolved)
+    if format == "markdown":
+        return to_markdown(annotations, notes)
+    if format == "json":
+        return json.dumps(to_json(annotations, notes, store.list_reviews()), indent=2)
+    return json.dumps(to_w3c(annotations, notes), indent=2, ensure_ascii=False)
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+
+def to_markdown(
+    annotations: Iterable[Annotation], notes: Iterable[PageNote], *, now: datetime | None = None
+) -> str:
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    lines = ["# Review feedback", f"Exported: {stamp}", ""]
+    pages: dict[str, dict[str, Any]] = {}
+    for item in [*notes, *annotations]:
+        page = pages.setdefault(item.page_url, {"title": "", "notes": [], "annotations": []})
+        page["title"] = page["title"] or item.page_title
+        page["notes" if isinstance(item, PageNote) else "annotations"].append(item)
+    if not pages:
+        lines.append("No annotations or notes yet.")
+        return "\n".join(lines) + "\n"
+    for url, page in pages.items():
+        lines += ["---", "", f"## {url}" + (f" — {page['title']}" if page["title"] else ""), ""]
+        if page["notes"]:
+            lines.append("### Page notes")
+            for note in page["notes"]:
+                lines.append(f"- {_one_line(note.note)}{_status(note.status)} (id: `{note.id}`)")
+                lines += _block(note.note, "  ", skip_first=True)
+                lines += _replies(note.replies, "  ")
+            lines.append("")
+        if page["annotations"]:
+            lines.append("### Annotations")
+            for i, a in enumerate(page["annotations"], 1):
+                lines += _annotation(i, a)
+                lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _annotation(i: int, a: Annotation) -> list[str]:
+    if a.type == "text":
+        head = f'{i}. **"{_one_line(a.selected_text or "")}"**'
+    else:
+        sel = a.element_selector
+        css = (sel.css_selector if sel else "").replace("`", "\\`")
+        preview = _one_line(sel.outer_html_preview if sel else "").replace("`", "\\`")
+        head = f"{i}. Element **`{css}`**" + (f" (`{preview}`)" if preview else "")
+    head += _status(a.status)
+    if a.source:
+        head += f" — `{a.source.lines}`"
+    head += f" (id: `{a.id}`)"
+    out = [head]
+    if a.anchor_state in ANCHOR_MARKS:
+        out.append(f"   {ANCHOR_MARKS[a.anchor_state]}")
+    out += _block(a.note, "   ")
+    if a.intent == "delete":
+        out.append("   Suggestion: delete this text")
+    elif a.intent in ("replace", "insert"):
+        verb = "replace with" if a.intent == "replace" else "insert"
+        out.append(f"   Suggestion ({verb}):")
+        out += _block(a.suggestion or "", "   ", quote=False, fence=True)
+    if a.replaced_text:
+        out.append(f'   Replaced by: "{_one_line(a.replaced_text)}"')
+    out += _replies(a.replies, "   ")
+    return out
+
+
+def _status(status: str) -> str:
+    mark = STATUS_MARKS.get(status)
+    return f" {mark}" if mark else ""
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _block(
+    text: str, indent: str, *, quote: bool = True, fence: bool = False, skip_first: bool = False
+) -> list[str]:
+    if not text:
+        return []
+    rows = text.splitlines() or [""]
+    if skip_first:
+        rows = rows[1:]
+        if not rows:
+            return []
+    if fence:
+        ticks = "```"
+        while ticks in text:
+            ticks += "`"
+        return [f"{indent}{ticks}", *(f"{indent}{r}" for r in rows), f"{indent}{ticks}"]
+    mark = "> " if quote else ""
+    return [f"{indent}{mark}{r}".rstrip() for r in rows]
+
+
+def _replies(replies: Iterable[Reply], indent: str) -> list[str]:
+    out: list[str] = []
+    for r in replies:
+        first, *rest = r.message.splitlines() or [""]
+        out.append(f"{indent}> **{ROLE_LABELS.get(r.role, r.role)}:** {first}".rstrip())
+        out += [f"{indent}> {line}".rstrip() for line in rest]
+    return out
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+
+
+def to_json(
+    annotations: Iterable[Annotation], notes: Iterable[PageNote], reviews: Iterable[Review]
+) -> dict[str, Any]:
+    """The whole store; `annotate import` reads it back unchanged."""
+    return {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "exportedAt": datetime.now(timezone.utc)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
+        "annotations": [a.to_dict() for a in annotations],
+        "pageNotes": [n.to_dict() for n in notes],
+        "reviews": [
+            {
+                "id": r.id,
+                "mode": r.mode,
+                "message": r.message,
+                "author": r.author,
+                "createdAt": r.created_at,
+                "pickedUpAt": r.picked_up_at,
+                "annotationIds": [a.id for a in r.annotations],
+                "pageNoteIds": [n.id for n in r.page_notes],
+            }
+            for r in reviews
+        ],
+    }
+
+
+# -- W3C Web Annotation -------------------------------------------------------------------------
+
+
+def w3c_id(id: str) -> str:
+    return f"urn:uuid:{uuid.uuid5(ID_NAMESPACE, id)}"
+
+
+def to_w3c(annotations: Iterable[Annotation], notes: Iterable[PageNote]) -> dict[str, Any]:
+    """An AnnotationCollection whose first page embeds every annotation, page note and reply.
+
+    Targets use the page's site path as `source` (a relative IRI: resolve it against the site's
+    URL). Replies are `replying` annotations whose target is their parent.
+    """
+    items: list[dict[str, Any]] = []
+    for a in annotations:
+        items.append(_w3c_annotation(a))
+        items += _w3c_replies(a)
+    for n in notes:
+        items.append(
+            {
+                "@context": W3C_CONTEXT,
+                "id": w3c_id(n.id),
+                "type": "Annotation",
+                "motivation": "commenting",
+                "created": n.created_at,
+                "modified": n.updated_at,
+                **_creator(n.author),
+                "body": _body(n.note, "commenting"),
+                "target": n.page_url,
+            }
+        )
+        items += _w3c_replies(n)
+    return {
+        "@context": W3C_CONTEXT,
+        "id": "urn:mkdocs-annotate:export",
+        "type": "AnnotationCollection",
+        "label": "mkdocs-annotate review notes",
+        "total": len(items),
+        "first": {"type": "AnnotationPage", "startIndex": 0, "items": items},
+    }
+
+
+def _creator(author: str | None) -> dict[str, Any]:
+    return {"creator": {"type": "Person", "name": author}} if author else {}
+
+
+def _body(value: str, purpose: str) -> dict[str, Any]:
+    return {"type": "TextualBody", "value": value, "format": "text/plain", "purpose": purpose}
+
+
+def _w3c_annotation(a: Annotation) -> dict[str, Any]:
+    selectors: list[dict[str, Any]] = []
+    if a.type == "text" and a.quote:
+        selectors.append(
+            {
+                "type": "TextQuoteSelector",
+                "exact": a.quote.exact,
+                "prefix": a.quote.prefix,
+                "suffix": a.quote.suffix,
+            }
+        )
+        if a.position:
+            selectors.append(
+                {"type": "TextPositionSelector", "start": a.position.start, "end": a.position.end}
+            )
+    elif a.element_selector:
+        selectors.append({"type": "CssSelector", "value": a.element_selector.css_selector})
+        if a.element_selector.xpath:
+            selectors.append({"type": "XPathSelector", "value": a.element_selector.xpath})
+    bodies = []
+    if a.note:
+        bodies.append(_body(a.note, "commenting"))
+    if a.intent == "delete":
+        bodies.append(_body("Delete the selected text.", "editing"))
+    elif a.intent in ("replace", "insert") and a.suggestion:
+        bodies.append(_body(a.suggestion, "editing"))
+    item: dict[str, Any] = {
+        "@context": W3C_CONTEXT,
+        "id": w3c_id(a.id),
+        "type": "Annotation",
+        "motivation": "commenting" if a.intent == "comment" else "editing",
+        "created": a.created_at,
+        "modified": a.updated_at,
+        **_creator(a.author),
+    }
+    if bodies:
+        item["body"] = bodies[0] if len(bodies) == 1 else bodies
+    target: dict[str, Any] = {"source": a.page_url}
+    if selectors:
+        target["selector"] = selectors[0] if len(selectors) == 1 else selectors
+    item["target"] = target
+    return item
+
+
+def _w3c_replies(parent: Annotation | PageNote) -> list[dict[str, Any]]:
+    return [
+        {
+            "@context": W3C_CONTEXT,
+            "id": w3c_id(r.id),
+            "type": "Annotation",
+            "motivation": "replying",
+            "created": r.created_at,
+            "creator": {
+                "type": "Software" if r.role == "agent" else "Person",
+                "name": r.author or r.role,
+            },
+            "body": _body(r.message, "replying"),
+            "target": w3c_id(parent.id),
+        }
+        for r in parent.replies
+    ]

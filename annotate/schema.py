@@ -1,0 +1,109 @@
+"""The database schema and its forward migrations (SPEC §4).
+
+`MIGRATIONS[n]` brings a database from version n to n + 1. A migration runs inside the same
+`BEGIN IMMEDIATE` transaction that re-reads the version, so two processes opening an old file at
+once cannot both migrate it. A file whose version is above `len(MIGRATIONS)` was written by a newer
+release and is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES"]
+
+
+def _initial(db: sqlite_utils.Database) -> None:
+    item_status = {
+        "status": str,
+        "author": str,
+        "review_id": str,
+        "created_at": str,
+        "updated_at": str,
+        "in_progress_at": str,
+        "addressed_at": str,
+        "resolved_at": str,
+    }
+    db["annotations"].create(
+        {
+            "id": str,
+            "type": str,
+            "page_url": str,
+            "page_title": str,
+            "note": str,
+            "intent": str,
+            "suggestion": str,
+            "selected_text": str,
+            "quote_exact": str,
+            "quote_prefix": str,
+            "quote_suffix": str,
+            "position_start": int,
+            "position_end": int,
+            "replaced_text": str,
+            "element_selector": str,  # JSON object
+            # Where the note points in the Markdown source, and how sure we are (SPEC §5);
+            # source_mtime is the file's mtime at the last check, for lazy reconciliation.
+            "source_path": str,
+            "source_line_start": int,
+            "source_line_end": int,
+            "source_excerpt": str,
+            "source_mtime": float,
+            "anchor_state": str,
+            "anchor_score": float,
+            **item_status,
+        },
+        pk="id",
+        not_null={"type", "page_url", "note", "intent", "status", "anchor_state", "created_at"},
+        defaults={"page_title": "", "anchor_state": "anchored"},
+    )
+    db["page_notes"].create(
+        {"id": str, "page_url": str, "page_title": str, "note": str, **item_status},
+        pk="id",
+        not_null={"page_url", "note", "status", "created_at"},
+        defaults={"page_title": ""},
+    )
+    db["replies"].create(
+        {
+            "id": str,
+            "parent_id": str,
+            "role": str,
+            "author": str,
+            "message": str,
+            "created_at": str,
+        },
+        pk="id",
+        not_null={"parent_id", "role", "message", "created_at"},
+    )
+    db["reviews"].create(
+        {
+            "id": str,
+            "mode": str,
+            "message": str,
+            "author": str,
+            "created_at": str,
+            "picked_up_at": str,
+        },
+        pk="id",
+        not_null={"mode", "created_at"},
+    )
+    # The change feed: one row per mutation, read by `changes?since=N` (SPEC §6).
+    db.execute(
+        "CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, "
+        "kind TEXT NOT NULL, item_id TEXT NOT NULL, action TEXT NOT NULL, page_url TEXT)"
+    )
+    db["annotations"].create_index(["page_url"])
+    db["annotations"].create_index(["status"])
+    db["annotations"].create_index(["review_id"])
+    db["annotations"].create_index(["source_path"])
+    db["page_notes"].create_index(["page_url"])
+    db["page_notes"].create_index(["review_id"])
+    db["replies"].create_index(["parent_id"])
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_initial]
+LATEST = len(MIGRATIONS)
+OWN_TABLES = frozenset(
+    {"annotations", "page_notes", "replies", "reviews", "changes", "schema_version"}
+)

@@ -1,0 +1,946 @@
+"""The annotation store: one SQLite file shared by the dev server, the MCP server and the CLI.
+
+Every mutation is one `BEGIN IMMEDIATE` transaction that reads the latest row, checks the lifecycle
+and writes, so concurrent processes never lose an update (SPEC §4). Each thread (and each forked
+process) gets its own connection. Reads run in a read transaction, so an object and its replies always
+come from the same committed state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from . import validation as validate
+from .errors import (
+    AnnotateError,
+    AnnotationNotFound,
+    EmptyReplacedText,
+    EmptyReply,
+    InvalidTransition,
+    NewerSchemaError,
+    NotATextAnnotation,
+    PageNoteNotFound,
+    ReviewNotFound,
+    StoreBusyError,
+    StoreCorruptError,
+    ValidationError,
+)
+from .models import (
+    ANCHOR_STATES,
+    STATUSES,
+    Annotation,
+    ElementSelector,
+    PageNote,
+    Reply,
+    Review,
+    Source,
+    Summary,
+    TextPosition,
+    TextQuote,
+)
+from .schema import LATEST, MIGRATIONS, OWN_TABLES
+
+__all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "open", "project_db_path"]
+
+DEFAULT_DIR = ".annotate"
+DEFAULT_FILE = "annotations.db"
+BUSY_TIMEOUT_S = 10.0
+SQLITE_HEADER = b"SQLite format 3\x00"
+# SQLite's bound-variable limit is 32766 on current builds; stay far below it.
+IN_CHUNK = 500
+
+Item = Annotation | PageNote
+LABELS = {"annotations": "Annotation", "page_notes": "Page note"}
+
+
+def now() -> str:
+    """ISO 8601 UTC with milliseconds, e.g. `2026-11-21T10:30:00.123Z`."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(5)}"
+
+
+def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
+    return Path(project) / DEFAULT_DIR / DEFAULT_FILE
+
+
+def open(project: str | os.PathLike[str] = ".") -> Store:
+    """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing."""
+    root = Path(project)
+    if not root.is_dir():
+        raise ValidationError(f"Project folder {str(root)!r} does not exist", "project")
+    return Store(project_db_path(root), project_dir=root)
+
+
+class Store:
+    """All annotations, page notes, replies and reviews of one project.
+
+    Methods carry the MCP tool names (SPEC §3). Lifecycle methods (`set_in_progress`,
+    `address_annotation`, `add_agent_reply`, `accept`, `reopen`, …) take the id of an annotation or of
+    a page note.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        project_dir: str | os.PathLike[str] | None = None,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+    ) -> None:
+        self.path = Path(path)
+        if project_dir is None:
+            parent = self.path.parent
+            project_dir = parent.parent if parent.name == DEFAULT_DIR else parent
+        self.project_dir = Path(project_dir)
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._prepare_folder()
+        self._check_header()
+        self._migrate()
+
+    # -- connections and transactions -------------------------------------------------------
+
+    def _prepare_folder(self) -> None:
+        folder = self.path.parent
+        if not folder.exists():
+            folder.mkdir(parents=True, mode=0o700)
+            if folder.name == DEFAULT_DIR:
+                # Never committed, even before `annotate setup` adds it to .gitignore.
+                (folder / ".gitignore").write_text("# created by mkdocs-annotate\n*\n")
+
+    def _check_header(self) -> None:
+        # sqlite3 happily "opens" any file; catch a foreign file before we touch it.
+        try:
+            with self.path.open("rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise StoreCorruptError(str(self.path), e.strerror or str(e)) from None
+        if head and head != SQLITE_HEADER:
+            raise StoreCorruptError(str(self.path), "not an SQLite database")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode survives any process crash (SIGKILL included); only a power loss
+            # can drop the last commits.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise self._translate(e) from None
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (a forked child gets a new one)."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid() or local.conn is None:
+            local.conn = self._connect()
+            local.pid = os.getpid()
+        return local.conn
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """This thread's connection wrapped by sqlite-utils, for schema work and ad-hoc queries."""
+        return sqlite_utils.Database(self.conn)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+            conn.close()
+        self._local.conn = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Store {str(self.path)!r}>"
+
+    def _translate(self, error: sqlite3.Error) -> AnnotateError:
+        text = str(error)
+        if isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+            return StoreBusyError(str(self.path))
+        return StoreCorruptError(str(self.path), text)
+
+    @contextlib.contextmanager
+    def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction: IMMEDIATE for writes (no lock upgrade races), deferred for reads."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as e:
+            raise self._translate(e) from None
+        try:
+            yield conn
+        except BaseException as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(e, sqlite3.Error):
+                raise self._translate(e) from None
+            raise
+        else:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._translate(e) from None
+
+    def _migrate(self) -> None:
+        try:
+            version = self._version(self.conn)
+            if version == LATEST:
+                return
+            with self._tx(write=True) as conn:
+                version = self._version(conn)
+                db = sqlite_utils.Database(conn)
+                if version == 0:
+                    db.execute(
+                        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)"
+                    )
+                for target in range(version, LATEST):
+                    MIGRATIONS[target](db)
+                    conn.execute(
+                        "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                        (target + 1, now()),
+                    )
+        except sqlite3.Error as e:
+            raise self._translate(e) from None
+
+    def _version(self, conn: sqlite3.Connection) -> int:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables.discard("sqlite_sequence")
+        if "schema_version" not in tables:
+            if tables:
+                # Someone's other database: refuse rather than add our tables to it.
+                raise StoreCorruptError(
+                    str(self.path), "it holds other tables and was not written by mkdocs-annotate"
+                )
+            return 0
+        row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        version = row[0] or 0
+        if version > LATEST:
+            raise NewerSchemaError(str(self.path), version, LATEST)
+        if version == LATEST and not tables >= OWN_TABLES:
+            raise StoreCorruptError(str(self.path), "tables are missing")
+        return version
+
+    @property
+    def schema_version(self) -> int:
+        return self._version(self.conn)
+
+    # -- reading rows into objects ----------------------------------------------------------
+
+    def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
+        out: dict[str, list[Reply]] = {}
+        for i in range(0, len(ids), IN_CHUNK):
+            chunk = ids[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT * FROM replies WHERE parent_id IN ({marks}) ORDER BY rowid", chunk
+            )
+            for r in rows:
+                out.setdefault(r["parent_id"], []).append(_reply(r))
+        return out
+
+    def _all_replies(self, conn: sqlite3.Connection) -> dict[str, list[Reply]]:
+        out: dict[str, list[Reply]] = {}
+        for r in conn.execute("SELECT * FROM replies ORDER BY rowid"):
+            out.setdefault(r["parent_id"], []).append(_reply(r))
+        return out
+
+    def _objects(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        rows: list[sqlite3.Row],
+        *,
+        all_replies: bool = False,
+    ) -> list[Any]:
+        if all_replies:
+            replies = self._all_replies(conn)
+        else:
+            replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
+        build = _annotation if table == "annotations" else _page_note
+        return [build(r, tuple(replies.get(r["id"], ()))) for r in rows]
+
+    def _row(self, conn: sqlite3.Connection, table: str, id: str) -> sqlite3.Row | None:
+        if not validate.is_valid_id(id):
+            return None
+        return conn.execute(f"SELECT * FROM {table} WHERE id = ?", (id,)).fetchone()
+
+    def _find(self, conn: sqlite3.Connection, id: str) -> tuple[str, sqlite3.Row]:
+        """The annotation or page note with this id, with the reference's not-found message."""
+        for table in ("annotations", "page_notes"):
+            row = self._row(conn, table, id)
+            if row is not None:
+                return table, row
+        raise AnnotationNotFound(id)
+
+    def _load(self, conn: sqlite3.Connection, table: str, id: str) -> Any:
+        row = self._row(conn, table, id)
+        assert row is not None
+        return self._objects(conn, table, [row])[0]
+
+    def _record(
+        self, conn: sqlite3.Connection, kind: str, id: str, action: str, page_url: str | None
+    ) -> None:
+        conn.execute(
+            "INSERT INTO changes (at, kind, item_id, action, page_url) VALUES (?, ?, ?, ?, ?)",
+            (now(), kind, id, action, page_url),
+        )
+
+    def _update(
+        self, conn: sqlite3.Connection, table: str, id: str, values: Mapping[str, Any]
+    ) -> None:
+        sets = ", ".join(f"{k} = ?" for k in values)
+        conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), id))
+
+    def _insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
+        cols = ", ".join(values)
+        marks = ", ".join("?" * len(values))
+        conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(values.values()))
+
+    # -- annotations --------------------------------------------------------------------------
+
+    def add_annotation(self, data: Mapping[str, Any]) -> Annotation:
+        """Create a text or element annotation from the JSON shape of SPEC §3."""
+        fields = validate.annotation_input(data)
+        if fields["element_selector"] is not None:
+            fields["element_selector"] = json.dumps(fields["element_selector"])
+        stamp = now()
+        row = {
+            "id": new_id("a"),
+            **fields,
+            "status": "open",
+            "anchor_state": "anchored",
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        with self._tx(write=True) as conn:
+            self._insert(conn, "annotations", row)
+            self._record(conn, "annotation", row["id"], "created", row["page_url"])
+            return self._load(conn, "annotations", row["id"])
+
+    def get_annotation(self, id: str) -> Annotation:
+        with self._tx(write=False) as conn:
+            row = self._row(conn, "annotations", id)
+            if row is None:
+                raise AnnotationNotFound(id)
+            return self._objects(conn, "annotations", [row])[0]
+
+    def list_annotations(
+        self,
+        page_url: str | None = None,
+        status: str | Iterable[str] | None = None,
+        *,
+        type: str | None = None,
+        anchor_state: str | Iterable[str] | None = None,
+        include_resolved: bool = False,
+    ) -> list[Annotation]:
+        """Annotations in creation order; resolved ones only when asked for (by status or flag)."""
+        where, params = _filters(page_url, status, include_resolved)
+        if type is not None:
+            if type not in ("text", "element"):
+                raise ValidationError(f"type must be 'text' or 'element', got {type!r}", "type")
+            where.append("type = ?")
+            params.append(type)
+        if anchor_state is not None:
+            states = _choices(anchor_state, ANCHOR_STATES, "anchorState")
+            where.append(f"anchor_state IN ({','.join('?' * len(states))})")
+            params.extend(states)
+        sql = "SELECT * FROM annotations"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
+            return self._objects(conn, "annotations", rows)
+
+    def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
+        """Change the reviewer's note, intent, suggestion or page title."""
+        with self._tx(write=True) as conn:
+            row = self._row(conn, "annotations", id)
+            if row is None:
+                raise AnnotationNotFound(id)
+            values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
+            values["updated_at"] = now()
+            self._update(conn, "annotations", id, values)
+            self._record(conn, "annotation", id, "edited", row["page_url"])
+            return self._load(conn, "annotations", id)
+
+    def delete_annotation(self, id: str) -> None:
+        self._delete("annotations", id)
+
+    def update_annotation_target(self, id: str, replaced_text: str) -> Annotation:
+        """Record the text the agent put in place of the quote, so the note can be re-located."""
+        text = _replaced(replaced_text)
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            if table != "annotations" or row["type"] != "text":
+                raise NotATextAnnotation()
+            _refuse_resolved(table, row, "update the target")
+            self._update(conn, table, id, {"replaced_text": text, "updated_at": now()})
+            self._record(conn, "annotation", id, "target_updated", row["page_url"])
+            return self._load(conn, table, id)
+
+    # -- lifecycle, for annotations and page notes alike --------------------------------------
+
+    def get(self, id: str) -> Item:
+        """The annotation or page note with this id."""
+        with self._tx(write=False) as conn:
+            table, row = self._find(conn, id)
+            return self._objects(conn, table, [row])[0]
+
+    def set_in_progress(self, id: str) -> Item:
+        """open/addressed → in_progress (the agent started); a no-op when already in progress."""
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            _refuse_resolved(table, row, "start work")
+            if row["status"] != "in_progress":
+                stamp = now()
+                self._update(
+                    conn,
+                    table,
+                    id,
+                    {
+                        "status": "in_progress",
+                        "in_progress_at": stamp,
+                        "addressed_at": None,
+                        "updated_at": stamp,
+                    },
+                )
+                self._record(conn, _kind(table), id, "in_progress", row["page_url"])
+            return self._load(conn, table, id)
+
+    def address_annotation(self, id: str, replaced_text: str | None = None) -> Item:
+        """→ addressed (the agent is done; the reviewer accepts or reopens)."""
+        text = None if replaced_text is None else _replaced(replaced_text)
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            if text is not None and (table != "annotations" or row["type"] != "text"):
+                raise NotATextAnnotation()
+            _refuse_resolved(table, row, "address")
+            stamp = now()
+            values: dict[str, Any] = {
+                "status": "addressed",
+                "addressed_at": stamp,
+                "updated_at": stamp,
+            }
+            if text is not None:
+                values["replaced_text"] = text
+            self._update(conn, table, id, values)
+            self._record(conn, _kind(table), id, "addressed", row["page_url"])
+            return self._load(conn, table, id)
+
+    def add_reply(
+        self, id: str, message: str, *, role: str = "reviewer", author: str | None = None
+    ) -> Item:
+        """Append a reply to the thread; always allowed, whatever the status."""
+        if role not in ("reviewer", "agent"):
+            raise ValidationError(f"role must be 'reviewer' or 'agent', got {role!r}", "role")
+        if not isinstance(message, str) or not message.strip():
+            raise EmptyReply()
+        validate.text(message, "message", validate.MAX_REPLY)
+        author = validate.text(author, "author", validate.MAX_AUTHOR) or None
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            stamp = now()
+            self._insert(
+                conn,
+                "replies",
+                {
+                    "id": new_id("r"),
+                    "parent_id": id,
+                    "role": role,
+                    "author": author,
+                    "message": message,
+                    "created_at": stamp,
+                },
+            )
+            self._update(conn, table, id, {"updated_at": stamp})
+            self._record(conn, _kind(table), id, f"{role}_reply", row["page_url"])
+            return self._load(conn, table, id)
+
+    def add_agent_reply(self, id: str, message: str) -> Item:
+        """A reply with role `agent`, explaining what was done."""
+        return self.add_reply(id, message, role="agent")
+
+    def accept(self, id: str) -> Item:
+        """The reviewer is satisfied: → resolved (kept, out of default listings, until purged)."""
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            if row["status"] == "resolved":
+                raise InvalidTransition(f'{LABELS[table]} "{id}" is already resolved')
+            stamp = now()
+            self._update(
+                conn, table, id, {"status": "resolved", "resolved_at": stamp, "updated_at": stamp}
+            )
+            self._record(conn, _kind(table), id, "resolved", row["page_url"])
+            return self._load(conn, table, id)
+
+    def reopen(self, id: str, note: str | None = None) -> Item:
+        """addressed/resolved → open; a follow-up note becomes a reviewer reply.
+
+        The item also leaves its review, so it travels with the next "Send to agent".
+        """
+        if note is not None:
+            validate.text(note, "note", validate.MAX_REPLY)
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            if row["status"] not in ("addressed", "resolved"):
+                state = row["status"].replace("_", " ")
+                raise InvalidTransition(
+                    f'{LABELS[table]} "{id}" is {state}; only addressed or resolved items can be '
+                    "reopened"
+                )
+            stamp = now()
+            self._update(
+                conn,
+                table,
+                id,
+                {
+                    "status": "open",
+                    "in_progress_at": None,
+                    "addressed_at": None,
+                    "resolved_at": None,
+                    "review_id": None,
+                    "updated_at": stamp,
+                },
+            )
+            if note and note.strip():
+                self._insert(
+                    conn,
+                    "replies",
+                    {
+                        "id": new_id("r"),
+                        "parent_id": id,
+                        "role": "reviewer",
+                        "author": None,
+                        "message": note,
+                        "created_at": stamp,
+                    },
+                )
+            self._record(conn, _kind(table), id, "reopened", row["page_url"])
+            return self._load(conn, table, id)
+
+    def delete(self, id: str) -> None:
+        """Delete an annotation or a page note, with its replies."""
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            self._delete_row(conn, table, row)
+
+    def _delete(self, table: str, id: str) -> None:
+        with self._tx(write=True) as conn:
+            row = self._row(conn, table, id)
+            if row is None:
+                raise AnnotationNotFound(id) if table == "annotations" else PageNoteNotFound(id)
+            self._delete_row(conn, table, row)
+
+    def _delete_row(self, conn: sqlite3.Connection, table: str, row: sqlite3.Row) -> None:
+        conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
+        conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
+        self._record(conn, _kind(table), row["id"], "deleted", row["page_url"])
+
+    # -- page notes ---------------------------------------------------------------------------
+
+    def add_page_note(self, data: Mapping[str, Any]) -> PageNote:
+        fields = validate.page_note_input(data)
+        stamp = now()
+        row = {
+            "id": new_id("p"),
+            **fields,
+            "status": "open",
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        with self._tx(write=True) as conn:
+            self._insert(conn, "page_notes", row)
+            self._record(conn, "page_note", row["id"], "created", row["page_url"])
+            return self._load(conn, "page_notes", row["id"])
+
+    def get_page_note(self, id: str) -> PageNote:
+        with self._tx(write=False) as conn:
+            row = self._row(conn, "page_notes", id)
+            if row is None:
+                raise PageNoteNotFound(id)
+            return self._objects(conn, "page_notes", [row])[0]
+
+    def list_page_notes(
+        self,
+        page_url: str | None = None,
+        status: str | Iterable[str] | None = None,
+        *,
+        include_resolved: bool = False,
+    ) -> list[PageNote]:
+        where, params = _filters(page_url, status, include_resolved)
+        sql = "SELECT * FROM page_notes"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
+            return self._objects(conn, "page_notes", rows)
+
+    def edit_page_note(self, id: str, changes: Mapping[str, Any]) -> PageNote:
+        values = validate.page_note_changes(changes)
+        with self._tx(write=True) as conn:
+            row = self._row(conn, "page_notes", id)
+            if row is None:
+                raise PageNoteNotFound(id)
+            values["updated_at"] = now()
+            self._update(conn, "page_notes", id, values)
+            self._record(conn, "page_note", id, "edited", row["page_url"])
+            return self._load(conn, "page_notes", id)
+
+    def delete_page_note(self, id: str) -> None:
+        self._delete("page_notes", id)
+
+    # -- reviews ------------------------------------------------------------------------------
+
+    def create_review(self, data: Mapping[str, Any] | None = None) -> Review:
+        """ "Send to agent": every unresolved note not yet sent joins this review."""
+        fields = validate.review_input(data)
+        id = new_id("rv")
+        with self._tx(write=True) as conn:
+            taken = 0
+            for table in ("annotations", "page_notes"):
+                taken += conn.execute(
+                    f"UPDATE {table} SET review_id = ? WHERE review_id IS NULL "
+                    "AND status != 'resolved'",
+                    (id,),
+                ).rowcount
+            if not taken and not fields["message"].strip():
+                raise ValidationError(
+                    "Nothing to send: no notes since the last review and no message", "message"
+                )
+            self._insert(conn, "reviews", {"id": id, **fields, "created_at": now()})
+            self._record(conn, "review", id, "created", None)
+            return self._review(conn, id)
+
+    def get_review(self, id: str) -> Review:
+        with self._tx(write=False) as conn:
+            return self._review(conn, id)
+
+    def list_reviews(self, *, pending_only: bool = False) -> list[Review]:
+        sql = "SELECT id FROM reviews"
+        if pending_only:
+            sql += " WHERE picked_up_at IS NULL"
+        with self._tx(write=False) as conn:
+            ids = [r[0] for r in conn.execute(sql + " ORDER BY rowid")]
+            return [self._review(conn, i) for i in ids]
+
+    def claim_review(self) -> Review | None:
+        """The oldest review no agent has picked up yet, now marked as picked up; else None."""
+        with self._tx(write=True) as conn:
+            row = conn.execute(
+                "SELECT id FROM reviews WHERE picked_up_at IS NULL ORDER BY rowid LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            self._update(conn, "reviews", row["id"], {"picked_up_at": now()})
+            self._record(conn, "review", row["id"], "picked_up", None)
+            return self._review(conn, row["id"])
+
+    def _review(self, conn: sqlite3.Connection, id: str) -> Review:
+        row = self._row(conn, "reviews", id)
+        if row is None:
+            raise ReviewNotFound(id)
+        annotations = conn.execute(
+            "SELECT * FROM annotations WHERE review_id = ? ORDER BY rowid", (id,)
+        ).fetchall()
+        notes = conn.execute(
+            "SELECT * FROM page_notes WHERE review_id = ? ORDER BY rowid", (id,)
+        ).fetchall()
+        return Review(
+            id=row["id"],
+            mode=row["mode"],
+            message=row["message"] or "",
+            author=row["author"],
+            created_at=row["created_at"],
+            picked_up_at=row["picked_up_at"],
+            annotations=tuple(self._objects(conn, "annotations", annotations)),
+            page_notes=tuple(self._objects(conn, "page_notes", notes)),
+        )
+
+    # -- the whole store ----------------------------------------------------------------------
+
+    def all_items(
+        self, *, include_resolved: bool = True
+    ) -> tuple[list[Annotation], list[PageNote]]:
+        """Every annotation and page note, read in one snapshot (for exports)."""
+        where = "" if include_resolved else " WHERE status != 'resolved'"
+        with self._tx(write=False) as conn:
+            replies = self._all_replies(conn)
+            annotations = [
+                _annotation(r, tuple(replies.get(r["id"], ())))
+                for r in conn.execute(f"SELECT * FROM annotations{where} ORDER BY rowid")
+            ]
+            notes = [
+                _page_note(r, tuple(replies.get(r["id"], ())))
+                for r in conn.execute(f"SELECT * FROM page_notes{where} ORDER BY rowid")
+            ]
+        return annotations, notes
+
+    def summary(self) -> Summary:
+        """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
+        with self._tx(write=False) as conn:
+
+            def counts(sql: str) -> dict[str, int]:
+                return {r[0]: r[1] for r in conn.execute(sql)}
+
+            by_status = counts("SELECT status, count(*) FROM annotations GROUP BY status")
+            notes = counts("SELECT status, count(*) FROM page_notes GROUP BY status")
+            anchors = counts(
+                "SELECT anchor_state, count(*) FROM annotations WHERE status != 'resolved' "
+                "AND type = 'text' GROUP BY anchor_state"
+            )
+            pages = conn.execute(
+                "SELECT count(*) FROM (SELECT page_url FROM annotations WHERE status != 'resolved' "
+                "UNION SELECT page_url FROM page_notes WHERE status != 'resolved')"
+            ).fetchone()[0]
+            pending = conn.execute(
+                "SELECT count(*) FROM reviews WHERE picked_up_at IS NULL"
+            ).fetchone()[0]
+        return Summary(
+            annotations={s: by_status.get(s, 0) for s in STATUSES},
+            page_notes={s: notes.get(s, 0) for s in STATUSES},
+            anchor_states={s: anchors.get(s, 0) for s in ANCHOR_STATES},
+            pages=pages,
+            pending_reviews=pending,
+        )
+
+    def purge_resolved(self) -> int:
+        """Delete every resolved annotation and page note (and their replies); return how many."""
+        with self._tx(write=True) as conn:
+            total = 0
+            for table in ("annotations", "page_notes"):
+                conn.execute(
+                    f"DELETE FROM replies WHERE parent_id IN "
+                    f"(SELECT id FROM {table} WHERE status = 'resolved')"
+                )
+                total += conn.execute(f"DELETE FROM {table} WHERE status = 'resolved'").rowcount
+            if total:
+                self._record(conn, "store", "*", "purged", None)
+            return total
+
+    def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
+        """Mutations after cursor `since` and the next cursor (the change feed of SPEC §6)."""
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit)
+            ).fetchall()
+            if rows:
+                cursor = rows[-1]["seq"]
+            else:
+                cursor = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0]
+                cursor = min(cursor, since) if since else cursor
+        events = [
+            {
+                "seq": r["seq"],
+                "at": r["at"],
+                "kind": r["kind"],
+                "id": r["item_id"],
+                "action": r["action"],
+                "pageUrl": r["page_url"],
+            }
+            for r in rows
+        ]
+        return events, cursor
+
+    def export(self, format: str = "markdown", *, include_resolved: bool | None = None) -> str:
+        """The store as Markdown (feedback to paste into a chat), JSON or W3C JSON-LD."""
+        from . import export
+
+        return export.render(self, format, include_resolved=include_resolved)
+
+    def import_data(self, data: Any) -> dict[str, int]:
+        """Import our JSON export or astro-inline-review's inline-review.json; skips known ids."""
+        from . import importing
+
+        return importing.import_data(self, data)
+
+    def import_file(self, path: str | os.PathLike[str]) -> dict[str, int]:
+        from . import importing
+
+        return importing.import_file(self, path)
+
+    def insert_raw(
+        self,
+        annotations: Iterable[Mapping[str, Any]],
+        page_notes: Iterable[Mapping[str, Any]],
+        replies: Iterable[Mapping[str, Any]],
+        reviews: Iterable[Mapping[str, Any]] = (),
+    ) -> dict[str, int]:
+        """Insert already-validated rows keeping their ids, skipping ids already present.
+
+        One transaction: an import lands whole or not at all.
+        """
+        counts = {"annotations": 0, "pageNotes": 0, "replies": 0, "reviews": 0, "skipped": 0}
+        with self._tx(write=True) as conn:
+            for table, rows, key in (
+                ("reviews", reviews, "reviews"),
+                ("annotations", annotations, "annotations"),
+                ("page_notes", page_notes, "pageNotes"),
+                ("replies", replies, "replies"),
+            ):
+                for row in rows:
+                    cols = ", ".join(row)
+                    marks = ", ".join("?" * len(row))
+                    cur = conn.execute(
+                        f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})",
+                        tuple(row.values()),
+                    )
+                    if cur.rowcount:
+                        counts[key] += 1
+                        if table in ("annotations", "page_notes"):
+                            self._record(conn, _kind(table), row["id"], "imported", row["page_url"])
+                    else:
+                        counts["skipped"] += 1
+        return counts
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _kind(table: str) -> str:
+    return "annotation" if table == "annotations" else "page_note"
+
+
+def _replaced(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise EmptyReplacedText()
+    validate.text(value, "replacedText", validate.MAX_SELECTED_TEXT)
+    return value
+
+
+def _refuse_resolved(table: str, row: sqlite3.Row, action: str) -> None:
+    if row["status"] == "resolved":
+        raise InvalidTransition(
+            f'Cannot {action}: {LABELS[table].lower()} "{row["id"]}" is resolved; reopen it first'
+        )
+
+
+def _choices(value: str | Iterable[str], allowed: tuple[str, ...], field: str) -> list[str]:
+    values = [value] if isinstance(value, str) else list(value)
+    for v in values:
+        if v not in allowed:
+            raise ValidationError(f"{field} must be one of {', '.join(allowed)}, got {v!r}", field)
+    return values
+
+
+def _filters(
+    page_url: str | None, status: str | Iterable[str] | None, include_resolved: bool
+) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if page_url is not None:
+        where.append("page_url = ?")
+        params.append(page_url)
+    if status is not None and status != "all":
+        statuses = _choices(status, STATUSES, "status")
+        where.append(f"status IN ({','.join('?' * len(statuses))})")
+        params.extend(statuses)
+    elif status is None and not include_resolved:
+        where.append("status != 'resolved'")
+    return where, params
+
+
+def _reply(r: sqlite3.Row) -> Reply:
+    return Reply(
+        id=r["id"],
+        role=r["role"],
+        author=r["author"],
+        message=r["message"],
+        created_at=r["created_at"],
+    )
+
+
+def _annotation(r: sqlite3.Row, replies: tuple[Reply, ...]) -> Annotation:
+    quote = position = element = source = None
+    if r["type"] == "text":
+        quote = TextQuote(r["quote_exact"] or "", r["quote_prefix"] or "", r["quote_suffix"] or "")
+        if r["position_start"] is not None:
+            position = TextPosition(r["position_start"], r["position_end"])
+    elif r["element_selector"]:
+        e = json.loads(r["element_selector"])
+        element = ElementSelector(
+            css_selector=e.get("cssSelector", ""),
+            xpath=e.get("xpath", ""),
+            tag_name=e.get("tagName", ""),
+            description=e.get("description", ""),
+            attributes=e.get("attributes") or {},
+            outer_html_preview=e.get("outerHtmlPreview", ""),
+        )
+    if r["source_path"]:
+        source = Source(
+            r["source_path"],
+            r["source_line_start"],
+            r["source_line_end"],
+            r["source_excerpt"] or "",
+        )
+    return Annotation(
+        id=r["id"],
+        type=r["type"],
+        page_url=r["page_url"],
+        page_title=r["page_title"] or "",
+        note=r["note"],
+        status=r["status"],
+        intent=r["intent"],
+        suggestion=r["suggestion"],
+        selected_text=r["selected_text"],
+        quote=quote,
+        position=position,
+        replaced_text=r["replaced_text"],
+        element_selector=element,
+        source=source,
+        anchor_state=r["anchor_state"],
+        anchor_score=r["anchor_score"],
+        replies=replies,
+        author=r["author"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        in_progress_at=r["in_progress_at"],
+        addressed_at=r["addressed_at"],
+        resolved_at=r["resolved_at"],
+    )
+
+
+def _page_note(r: sqlite3.Row, replies: tuple[Reply, ...]) -> PageNote:
+    return PageNote(
+        id=r["id"],
+        page_url=r["page_url"],
+        page_title=r["page_title"] or "",
+        note=r["note"],
+        status=r["status"],
+        replies=replies,
+        author=r["author"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        in_progress_at=r["in_progress_at"],
+        addressed_at=r["addressed_at"],
+        resolved_at=r["resolved_at"],
+    )

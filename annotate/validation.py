@@ -1,0 +1,348 @@
+"""Checks on everything a reviewer, an agent or an import hands to the store.
+
+Every rule names the field it guards, so the CLI, the API and the MCP tools can all say what was wrong.
+Creating takes the JSON shape of SPEC §3; fields the server sets are accepted and ignored, unknown
+fields are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ValidationError
+from .models import INTENTS, REVIEW_MODES
+
+# Limits per field (SPEC §6 "per-field size limits"; issue #2 fixes note/quote/suggestion at 10,000).
+MAX_NOTE = 10_000
+MAX_SELECTED_TEXT = 10_000
+MAX_SUGGESTION = 10_000
+MAX_REPLY = 10_000
+MAX_CONTEXT = 1_000
+MAX_PAGE_URL = 2_048
+MAX_PAGE_TITLE = 1_000
+MAX_AUTHOR = 200
+MAX_MESSAGE = 10_000
+MAX_POSITION = 100_000_000
+ELEMENT_LIMITS = {
+    "cssSelector": 2_000,
+    "xpath": 2_000,
+    "tagName": 64,
+    "description": 1_000,
+    "outerHtmlPreview": 5_000,
+}
+MAX_ATTRIBUTES = 50
+MAX_ATTRIBUTE_NAME = 200
+MAX_ATTRIBUTE_VALUE = 2_000
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+TAG_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+
+# Fields of the JSON shape that the store sets itself: accepted on create (a client may send back an
+# object it received) but never taken from the client.
+SERVER_SET = frozenset(
+    {
+        "id",
+        "status",
+        "replacedText",
+        "source",
+        "anchorState",
+        "anchorScore",
+        "replies",
+        "createdAt",
+        "updatedAt",
+        "inProgressAt",
+        "addressedAt",
+        "resolvedAt",
+    }
+)
+ANNOTATION_INPUT = frozenset(
+    {
+        "type",
+        "pageUrl",
+        "pageTitle",
+        "note",
+        "intent",
+        "suggestion",
+        "selectedText",
+        "quote",
+        "position",
+        "elementSelector",
+        "author",
+    }
+)
+PAGE_NOTE_INPUT = frozenset({"pageUrl", "pageTitle", "note", "author"})
+ANNOTATION_EDITABLE = frozenset({"note", "intent", "suggestion", "pageTitle"})
+PAGE_NOTE_EDITABLE = frozenset({"note", "pageTitle"})
+
+
+def is_valid_id(value: object) -> bool:
+    return isinstance(value, str) and bool(ID_PATTERN.match(value))
+
+
+def text(
+    value: Any, field: str, limit: int, *, required: bool = False, allow_empty: bool = True
+) -> str | None:
+    """A string field: type, emptiness and length checked; None passes unless required."""
+    if value is None:
+        if required:
+            raise ValidationError(f"{field} is required", field)
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string", field)
+    if "\x00" in value:
+        raise ValidationError(f"{field} must not contain NUL characters", field)
+    if len(value) > limit:
+        raise ValidationError(
+            f"{field} is {len(value):,} characters long; the limit is {limit:,}", field
+        )
+    if not allow_empty and not value.strip():
+        raise ValidationError(f"{field} must not be empty", field)
+    return value
+
+
+def page_url(value: Any, field: str = "pageUrl") -> str:
+    """A site path such as `/guide/install/`: no scheme, host, query, fragment or `..`."""
+    url = text(value, field, MAX_PAGE_URL, required=True, allow_empty=False)
+    assert url is not None
+    if not url.startswith("/") or url.startswith("//"):
+        raise ValidationError(f'{field} must be a site path starting with "/", got {url!r}', field)
+    if any(c in url for c in "?#\\") or any(ord(c) < 0x20 or c.isspace() for c in url):
+        raise ValidationError(
+            f"{field} must be a plain site path without query, fragment, spaces or backslashes, "
+            f"got {url!r}",
+            field,
+        )
+    if ".." in url.split("/"):
+        raise ValidationError(f'{field} must not contain ".." segments, got {url!r}', field)
+    return url
+
+
+def refuse_unknown(data: Mapping[str, Any], allowed: frozenset[str], what: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        names = ", ".join(f'"{k}"' for k in unknown)
+        raise ValidationError(f"Unknown field {names} in {what}", unknown[0])
+
+
+def _mapping(value: Any, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{field} must be an object", field)
+    return value
+
+
+def _offset(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{field} must be an integer", field)
+    if not 0 <= value <= MAX_POSITION:
+        raise ValidationError(f"{field} must be between 0 and {MAX_POSITION:,}", field)
+    return value
+
+
+def intent_and_suggestion(intent: Any, suggestion: Any) -> tuple[str, str | None]:
+    intent = "comment" if intent is None else intent
+    if intent not in INTENTS:
+        raise ValidationError(
+            f"intent must be one of {', '.join(INTENTS)}, got {intent!r}", "intent"
+        )
+    suggestion = text(suggestion, "suggestion", MAX_SUGGESTION)
+    if intent in ("replace", "insert"):
+        if suggestion is None or not suggestion.strip():
+            raise ValidationError(f"suggestion is required for intent {intent!r}", "suggestion")
+    elif suggestion:
+        raise ValidationError(
+            f"suggestion is only used with intent 'replace' or 'insert', not {intent!r}",
+            "suggestion",
+        )
+    else:
+        suggestion = None
+    return intent, suggestion
+
+
+def note_for(intent: str, value: Any, *, require: bool = True) -> str:
+    """The note; it may be empty only when the intent already says what to do."""
+    needed = require and intent == "comment"
+    return text(value, "note", MAX_NOTE, required=needed, allow_empty=not needed) or ""
+
+
+def element_selector(value: Any) -> dict[str, Any]:
+    data = _mapping(value, "elementSelector")
+    allowed = frozenset({*ELEMENT_LIMITS, "attributes"})
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValidationError(
+            f'Unknown field "{unknown[0]}" in elementSelector', f"elementSelector.{unknown[0]}"
+        )
+    out: dict[str, Any] = {}
+    for key, limit in ELEMENT_LIMITS.items():
+        out[key] = (
+            text(
+                data.get(key),
+                f"elementSelector.{key}",
+                limit,
+                required=key == "cssSelector",
+                allow_empty=key != "cssSelector",
+            )
+            or ""
+        )
+    if out["tagName"] and not TAG_PATTERN.match(out["tagName"]):
+        raise ValidationError(
+            f"elementSelector.tagName must be an element name, got {out['tagName']!r}",
+            "elementSelector.tagName",
+        )
+    attributes = data.get("attributes") or {}
+    attributes = _mapping(attributes, "elementSelector.attributes")
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise ValidationError(
+            f"elementSelector.attributes has {len(attributes)} entries; the limit is "
+            f"{MAX_ATTRIBUTES}",
+            "elementSelector.attributes",
+        )
+    clean: dict[str, str] = {}
+    for name, val in attributes.items():
+        text(name, "elementSelector.attributes name", MAX_ATTRIBUTE_NAME, allow_empty=False)
+        clean[name] = (
+            text(val, f"elementSelector.attributes.{name}", MAX_ATTRIBUTE_VALUE, required=True)
+            or ""
+        )
+    out["attributes"] = clean
+    return out
+
+
+def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
+    """Validate a new annotation in the JSON shape; return its fields, snake_case.
+
+    `require_note=False` is for imports, which keep whatever the other tool stored.
+    """
+    data = _mapping(data, "annotation")
+    refuse_unknown(data, ANNOTATION_INPUT | SERVER_SET, "annotation")
+    kind = data.get("type")
+    if kind is None:
+        kind = "element" if data.get("elementSelector") is not None else "text"
+    if kind not in ("text", "element"):
+        raise ValidationError(f"type must be 'text' or 'element', got {kind!r}", "type")
+    intent, suggestion = intent_and_suggestion(data.get("intent"), data.get("suggestion"))
+    out: dict[str, Any] = {
+        "type": kind,
+        "page_url": page_url(data.get("pageUrl")),
+        "page_title": text(data.get("pageTitle"), "pageTitle", MAX_PAGE_TITLE) or "",
+        "note": note_for(intent, data.get("note"), require=require_note),
+        "intent": intent,
+        "suggestion": suggestion,
+        "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+        "selected_text": None,
+        "quote_exact": None,
+        "quote_prefix": None,
+        "quote_suffix": None,
+        "position_start": None,
+        "position_end": None,
+        "element_selector": None,
+    }
+    if kind == "text":
+        if data.get("elementSelector") is not None:
+            raise ValidationError(
+                "elementSelector is only used with type 'element'", "elementSelector"
+            )
+        selected = text(
+            data.get("selectedText"),
+            "selectedText",
+            MAX_SELECTED_TEXT,
+            required=True,
+            allow_empty=False,
+        )
+        quote = _mapping(data.get("quote") or {}, "quote")
+        unknown = sorted(set(quote) - {"exact", "prefix", "suffix"})
+        if unknown:
+            raise ValidationError(f'Unknown field "{unknown[0]}" in quote', f"quote.{unknown[0]}")
+        out["selected_text"] = selected
+        out["quote_exact"] = (
+            text(quote.get("exact"), "quote.exact", MAX_SELECTED_TEXT, allow_empty=False)
+            or selected
+        )
+        out["quote_prefix"] = text(quote.get("prefix"), "quote.prefix", MAX_CONTEXT) or ""
+        out["quote_suffix"] = text(quote.get("suffix"), "quote.suffix", MAX_CONTEXT) or ""
+        if data.get("position") is not None:
+            position = _mapping(data["position"], "position")
+            unknown = sorted(set(position) - {"start", "end"})
+            if unknown:
+                raise ValidationError(
+                    f'Unknown field "{unknown[0]}" in position', f"position.{unknown[0]}"
+                )
+            start = _offset(position.get("start"), "position.start")
+            end = _offset(position.get("end"), "position.end")
+            if end < start:
+                raise ValidationError(
+                    "position.end must not be before position.start", "position.end"
+                )
+            out["position_start"], out["position_end"] = start, end
+    else:
+        for name in ("selectedText", "quote", "position"):
+            if data.get(name) is not None:
+                raise ValidationError(f"{name} is only used with type 'text'", name)
+        if data.get("elementSelector") is None:
+            raise ValidationError(
+                "elementSelector is required for type 'element'", "elementSelector"
+            )
+        out["element_selector"] = element_selector(data["elementSelector"])
+    return out
+
+
+def annotation_changes(
+    current_intent: str, current_suggestion: str | None, data: Any
+) -> dict[str, Any]:
+    """Validate an edit of note / intent / suggestion / pageTitle; return the changed columns."""
+    data = _mapping(data, "changes")
+    refuse_unknown(data, ANNOTATION_EDITABLE, "annotation edit")
+    if not data:
+        raise ValidationError("Nothing to change: give note, intent, suggestion or pageTitle")
+    out: dict[str, Any] = {}
+    if "intent" in data or "suggestion" in data:
+        intent = data.get("intent", current_intent)
+        suggestion = data["suggestion"] if "suggestion" in data else current_suggestion
+        if intent in ("comment", "delete") and "suggestion" not in data:
+            suggestion = None  # switching to an intent without a suggestion drops the old one
+        out["intent"], out["suggestion"] = intent_and_suggestion(intent, suggestion)
+    intent = out.get("intent", current_intent)
+    if "note" in data:
+        out["note"] = note_for(intent, data["note"])
+    if "pageTitle" in data:
+        out["page_title"] = text(data["pageTitle"], "pageTitle", MAX_PAGE_TITLE) or ""
+    return out
+
+
+def page_note_input(data: Any) -> dict[str, Any]:
+    data = _mapping(data, "page note")
+    refuse_unknown(data, PAGE_NOTE_INPUT | SERVER_SET, "page note")
+    return {
+        "page_url": page_url(data.get("pageUrl")),
+        "page_title": text(data.get("pageTitle"), "pageTitle", MAX_PAGE_TITLE) or "",
+        "note": text(data.get("note"), "note", MAX_NOTE, required=True, allow_empty=False),
+        "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+    }
+
+
+def page_note_changes(data: Any) -> dict[str, Any]:
+    data = _mapping(data, "changes")
+    refuse_unknown(data, PAGE_NOTE_EDITABLE, "page note edit")
+    if not data:
+        raise ValidationError("Nothing to change: give note or pageTitle")
+    out: dict[str, Any] = {}
+    if "note" in data:
+        out["note"] = text(data["note"], "note", MAX_NOTE, required=True, allow_empty=False)
+    if "pageTitle" in data:
+        out["page_title"] = text(data["pageTitle"], "pageTitle", MAX_PAGE_TITLE) or ""
+    return out
+
+
+def review_input(data: Any) -> dict[str, Any]:
+    data = _mapping(data or {}, "review")
+    refuse_unknown(data, frozenset({"mode", "message", "author"}), "review")
+    mode = data.get("mode") or "edit"
+    if mode not in REVIEW_MODES:
+        raise ValidationError(f"mode must be 'edit' or 'review', got {mode!r}", "mode")
+    return {
+        "mode": mode,
+        "message": text(data.get("message"), "message", MAX_MESSAGE) or "",
+        "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+    }
