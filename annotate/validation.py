@@ -299,7 +299,7 @@ def annotation_changes(
     out: dict[str, Any] = {}
     if "intent" in data or "suggestion" in data:
         intent = data.get("intent", current_intent)
-        suggestion = data["suggestion"] if "suggestion" in data else current_suggestion
+        suggestion = data.get("suggestion", current_suggestion)
         if intent in ("comment", "delete") and "suggestion" not in data:
             suggestion = None  # switching to an intent without a suggestion drops the old one
         out["intent"], out["suggestion"] = intent_and_suggestion(intent, suggestion)
