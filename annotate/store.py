@@ -800,6 +800,7 @@ class Store:
         One transaction: an import lands whole or not at all.
         """
         counts = {"annotations": 0, "pageNotes": 0, "replies": 0, "reviews": 0, "skipped": 0}
+        inserted: set[str] = set()
         with self._tx(write=True) as conn:
             for table, rows, key in (
                 ("reviews", reviews, "reviews"),
@@ -808,18 +809,24 @@ class Store:
                 ("replies", replies, "replies"),
             ):
                 for row in rows:
+                    # A known item keeps its thread: replies come only with a new parent, so
+                    # replies without ids (inline-review has none) are not duplicated.
+                    if table == "replies" and row["parent_id"] not in inserted:
+                        counts["skipped"] += 1
+                        continue
                     cols = ", ".join(row)
                     marks = ", ".join("?" * len(row))
                     cur = conn.execute(
                         f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})",
                         tuple(row.values()),
                     )
-                    if cur.rowcount:
-                        counts[key] += 1
-                        if table in ("annotations", "page_notes"):
-                            self._record(conn, _kind(table), row["id"], "imported", row["page_url"])
-                    else:
+                    if not cur.rowcount:
                         counts["skipped"] += 1
+                        continue
+                    counts[key] += 1
+                    if table in ("annotations", "page_notes"):
+                        inserted.add(row["id"])
+                        self._record(conn, _kind(table), row["id"], "imported", row["page_url"])
         return counts
 
 

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import annotate
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> annotate.Store:
+    """A fresh store in a temporary project folder."""
+    s = annotate.open(tmp_path)
+    yield s
+    s.close()
+
+
+def text_note(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "type": "text",
+        "pageUrl": "/guide/install/",
+        "pageTitle": "Install",
+        "note": "Mention pipx as well.",
+        "selectedText": "pip install mkdocs-annotate",
+        "quote": {
+            "exact": "pip install mkdocs-annotate",
+            "prefix": "Run ",
+            "suffix": " in a shell",
+        },
+        "position": {"start": 120, "end": 147},
+    }
+    data.update(overrides)
+    return data
+
+
+def element_note(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "type": "element",
+        "pageUrl": "/guide/install/",
+        "pageTitle": "Install",
+        "note": "This screenshot is out of date.",
+        "elementSelector": {
+            "cssSelector": "article img:nth-of-type(2)",
+            "xpath": "/html/body/div/main/article/p[4]/img",
+            "tagName": "img",
+            "description": "Screenshot of the review panel",
+            "attributes": {"src": "panel.png", "alt": "Review panel"},
+            "outerHtmlPreview": '<img src="panel.png" alt="Review panel">',
+        },
+    }
+    data.update(overrides)
+    return data

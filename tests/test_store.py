@@ -1,0 +1,381 @@
+"""The store: creating, reading, filtering, editing, deleting; page notes; reviews; the schema."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+import annotate
+from annotate import schema
+from annotate.store import Store
+
+from .conftest import element_note, text_note
+
+
+def test_open_creates_store_in_project_folder(tmp_path: Path) -> None:
+    s = annotate.open(tmp_path)
+    assert s.path == tmp_path / ".annotate" / "annotations.db"
+    assert s.path.exists()
+    # The folder ignores itself, so nothing reaches git even before `annotate setup`.
+    assert (tmp_path / ".annotate" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert s.schema_version == schema.LATEST
+
+
+def test_open_missing_project_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(annotate.ValidationError, match="does not exist"):
+        annotate.open(tmp_path / "nope")
+
+
+def test_add_text_annotation_round_trips(store: Store) -> None:
+    a = store.add_annotation(text_note(author="ana"))
+    assert a.id.startswith("a_")
+    assert a.type == "text"
+    assert a.status == "open"
+    assert a.intent == "comment"
+    assert a.anchor_state == "anchored"
+    assert a.created_at == a.updated_at
+    assert a.created_at.endswith("Z")
+    assert store.get_annotation(a.id) == a
+    d = a.to_dict()
+    assert list(d) == [
+        "id", "type", "pageUrl", "pageTitle", "note", "status", "intent", "suggestion",
+        "selectedText", "quote", "position", "replacedText", "elementSelector", "source",
+        "anchorState", "anchorScore", "replies", "author", "createdAt", "updatedAt",
+        "inProgressAt", "addressedAt", "resolvedAt",
+    ]  # fmt: skip
+    assert d["quote"] == {
+        "exact": "pip install mkdocs-annotate",
+        "prefix": "Run ",
+        "suffix": " in a shell",
+    }
+    assert d["position"] == {"start": 120, "end": 147}
+    assert d["elementSelector"] is None
+    assert d["author"] == "ana"
+
+
+def test_add_element_annotation(store: Store) -> None:
+    a = store.add_annotation(element_note())
+    d = store.get_annotation(a.id).to_dict()
+    assert d["type"] == "element"
+    assert d["selectedText"] is None and d["quote"] is None
+    assert d["elementSelector"]["cssSelector"] == "article img:nth-of-type(2)"
+    assert d["elementSelector"]["attributes"] == {"src": "panel.png", "alt": "Review panel"}
+
+
+def test_type_is_inferred(store: Store) -> None:
+    data = element_note()
+    del data["type"]
+    assert store.add_annotation(data).type == "element"
+    data = text_note()
+    del data["type"]
+    assert store.add_annotation(data).type == "text"
+
+
+def test_server_set_fields_are_ignored(store: Store) -> None:
+    a = store.add_annotation(
+        text_note(
+            id="a_chosen", status="resolved", createdAt="1999-01-01T00:00:00Z", replies=[{"x": 1}]
+        )
+    )
+    assert a.id != "a_chosen"
+    assert a.status == "open"
+    assert a.created_at != "1999-01-01T00:00:00Z"
+    assert a.replies == ()
+
+
+def test_quote_exact_defaults_to_selected_text(store: Store) -> None:
+    a = store.add_annotation(text_note(quote=None, position=None))
+    assert a.quote == annotate.TextQuote("pip install mkdocs-annotate", "", "")
+    assert a.position is None
+
+
+def test_get_unknown_id_uses_reference_message(store: Store) -> None:
+    with pytest.raises(annotate.AnnotationNotFound) as e:
+        store.get_annotation("abc123")
+    assert str(e.value) == 'Annotation with ID "abc123" not found'
+    # Malformed ids are not found either, never an SQL problem.
+    with pytest.raises(annotate.AnnotationNotFound):
+        store.get_annotation("'; DROP TABLE annotations; --")
+
+
+def test_list_filters(store: Store) -> None:
+    a1 = store.add_annotation(text_note())
+    a2 = store.add_annotation(element_note())
+    a3 = store.add_annotation(text_note(pageUrl="/other/"))
+    store.accept(a2.id)
+    store.set_in_progress(a3.id)
+    ids = lambda items: [i.id for i in items]  # noqa: E731
+    assert ids(store.list_annotations()) == [a1.id, a3.id]
+    assert ids(store.list_annotations(include_resolved=True)) == [a1.id, a2.id, a3.id]
+    assert ids(store.list_annotations("/guide/install/")) == [a1.id]
+    assert ids(store.list_annotations(status="resolved")) == [a2.id]
+    assert ids(store.list_annotations(status=["open", "in_progress"])) == [a1.id, a3.id]
+    assert ids(store.list_annotations(status="all")) == [a1.id, a2.id, a3.id]
+    assert ids(store.list_annotations(type="element", include_resolved=True)) == [a2.id]
+    assert ids(store.list_annotations(anchor_state="anchored")) == [a1.id, a3.id]
+    assert store.list_annotations(anchor_state="stale") == []
+    with pytest.raises(annotate.ValidationError, match="status must be one of"):
+        store.list_annotations(status="done")
+    with pytest.raises(annotate.ValidationError, match="anchorState must be one of"):
+        store.list_annotations(anchor_state="lost")
+
+
+def test_edit_annotation(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    b = store.edit_annotation(
+        a.id, {"note": "Better wording", "intent": "replace", "suggestion": "pipx install"}
+    )
+    assert (b.note, b.intent, b.suggestion) == ("Better wording", "replace", "pipx install")
+    assert b.updated_at >= a.updated_at
+    c = store.edit_annotation(a.id, {"intent": "comment"})
+    assert c.suggestion is None  # a comment carries no suggestion
+    with pytest.raises(annotate.ValidationError, match='Unknown field "status"'):
+        store.edit_annotation(a.id, {"status": "resolved"})
+    with pytest.raises(annotate.ValidationError, match="Nothing to change"):
+        store.edit_annotation(a.id, {})
+    with pytest.raises(annotate.AnnotationNotFound):
+        store.edit_annotation("a_missing", {"note": "x"})
+
+
+def test_delete_annotation_removes_replies(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    store.add_agent_reply(a.id, "Done")
+    store.delete_annotation(a.id)
+    with pytest.raises(annotate.AnnotationNotFound):
+        store.get_annotation(a.id)
+    assert store.conn.execute("SELECT count(*) FROM replies").fetchone()[0] == 0
+    with pytest.raises(annotate.AnnotationNotFound):
+        store.delete_annotation(a.id)
+
+
+def test_page_notes(store: Store) -> None:
+    n = store.add_page_note(
+        {"pageUrl": "/guide/", "pageTitle": "Guide", "note": "Too long; split it."}
+    )
+    assert n.id.startswith("p_")
+    assert n.status == "open"
+    assert store.get_page_note(n.id) == n
+    other = store.add_page_note({"pageUrl": "/other/", "note": "Fine."})
+    assert [p.id for p in store.list_page_notes("/guide/")] == [n.id]
+    assert [p.id for p in store.list_page_notes()] == [n.id, other.id]
+    edited = store.edit_page_note(n.id, {"note": "Split it in two."})
+    assert edited.note == "Split it in two."
+    # The lifecycle works on page notes through the same calls.
+    store.set_in_progress(n.id)
+    store.add_agent_reply(n.id, "Split into two pages.")
+    addressed = store.address_annotation(n.id)
+    assert addressed.status == "addressed"
+    assert [r.role for r in addressed.replies] == ["agent"]
+    store.accept(n.id)
+    assert [p.id for p in store.list_page_notes()] == [other.id]
+    assert [p.id for p in store.list_page_notes(include_resolved=True)] == [n.id, other.id]
+    store.delete_page_note(other.id)
+    with pytest.raises(annotate.PageNoteNotFound, match='Page note with ID "'):
+        store.get_page_note(other.id)
+    with pytest.raises(annotate.ValidationError, match="note must not be empty"):
+        store.add_page_note({"pageUrl": "/", "note": "  "})
+    with pytest.raises(annotate.ValidationError, match='Unknown field "selectedText"'):
+        store.add_page_note({"pageUrl": "/", "note": "x", "selectedText": "y"})
+
+
+def test_get_finds_either_kind(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    n = store.add_page_note({"pageUrl": "/", "note": "x"})
+    assert isinstance(store.get(a.id), annotate.Annotation)
+    assert isinstance(store.get(n.id), annotate.PageNote)
+    with pytest.raises(annotate.AnnotationNotFound):
+        store.get("p_nothing")
+
+
+def test_reviews_collect_notes_since_the_last_one(store: Store) -> None:
+    a1 = store.add_annotation(text_note())
+    n1 = store.add_page_note(
+        {"pageUrl": "/guide/install/", "note": "Add a troubleshooting section"}
+    )
+    r1 = store.create_review({"mode": "review", "message": "Answer first, edit later."})
+    assert r1.id.startswith("rv_")
+    assert (r1.mode, r1.message, r1.status) == ("review", "Answer first, edit later.", "pending")
+    assert [a.id for a in r1.annotations] == [a1.id]
+    assert [n.id for n in r1.page_notes] == [n1.id]
+    a2 = store.add_annotation(element_note())
+    r2 = store.create_review({"mode": "edit"})
+    assert [a.id for a in r2.annotations] == [a2.id]
+    assert r2.page_notes == ()
+    with pytest.raises(annotate.ValidationError, match="Nothing to send"):
+        store.create_review({"mode": "edit"})
+    # A message alone is worth sending.
+    r3 = store.create_review({"mode": "edit", "message": "Also check the nav."})
+    assert r3.annotations == ()
+    with pytest.raises(annotate.ValidationError, match="mode must be"):
+        store.create_review({"mode": "fix"})
+    assert [r.id for r in store.list_reviews()] == [r1.id, r2.id, r3.id]
+    # Agents pick reviews up oldest first, each once.
+    assert store.claim_review().id == r1.id
+    assert store.get_review(r1.id).status == "picked_up"
+    assert store.claim_review().id == r2.id
+    assert store.claim_review().id == r3.id
+    assert store.claim_review() is None
+    assert store.summary().pending_reviews == 0
+    with pytest.raises(annotate.ReviewNotFound):
+        store.get_review("rv_nothing")
+
+
+def test_reopened_note_joins_the_next_review(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    store.create_review({"mode": "edit"})
+    store.address_annotation(a.id)
+    store.reopen(a.id, "Not quite: mention pipx first.")
+    r = store.create_review({"mode": "edit"})
+    assert [x.id for x in r.annotations] == [a.id]
+
+
+def test_summary(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    store.add_annotation(text_note(pageUrl="/b/"))
+    e = store.add_annotation(element_note())
+    store.add_page_note({"pageUrl": "/c/", "note": "x"})
+    store.set_in_progress(a.id)
+    store.accept(e.id)
+    s = store.summary()
+    assert s.annotations == {"open": 1, "in_progress": 1, "addressed": 0, "resolved": 1}
+    assert s.page_notes == {"open": 1, "in_progress": 0, "addressed": 0, "resolved": 0}
+    assert s.anchor_states == {"anchored": 2, "stale": 0, "orphaned": 0}
+    assert s.pages == 3
+    assert s.open_items == 3
+    assert s.to_dict()["pendingReviews"] == 0
+
+
+def test_purge_resolved(store: Store) -> None:
+    keep = store.add_annotation(text_note())
+    gone = store.add_annotation(text_note())
+    note = store.add_page_note({"pageUrl": "/", "note": "x"})
+    store.add_agent_reply(gone.id, "done")
+    store.accept(gone.id)
+    store.accept(note.id)
+    assert store.purge_resolved() == 2
+    assert [a.id for a in store.list_annotations(include_resolved=True)] == [keep.id]
+    assert store.list_page_notes(include_resolved=True) == []
+    assert store.conn.execute("SELECT count(*) FROM replies").fetchone()[0] == 0
+    assert store.purge_resolved() == 0
+
+
+def test_change_feed(store: Store) -> None:
+    events, cursor = store.changes(0)
+    assert events == [] and cursor == 0
+    a = store.add_annotation(text_note())
+    store.add_agent_reply(a.id, "On it")
+    events, cursor = store.changes(0)
+    assert [(e["kind"], e["id"], e["action"]) for e in events] == [
+        ("annotation", a.id, "created"),
+        ("annotation", a.id, "agent_reply"),
+    ]
+    assert events[0]["pageUrl"] == "/guide/install/"
+    assert cursor == events[-1]["seq"]
+    assert store.changes(cursor) == ([], cursor)
+    store.accept(a.id)
+    more, cursor2 = store.changes(cursor)
+    assert [e["action"] for e in more] == ["resolved"]
+    assert cursor2 > cursor
+
+
+def test_threads_share_a_store(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(25):
+                store.add_agent_reply(a.id, "reply")
+                store.list_annotations()
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store.get_annotation(a.id).replies) == 100
+
+
+# -- the file itself ------------------------------------------------------------------------------
+
+
+def test_corrupt_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "annotations.db"
+    path.write_bytes(b"this is not a database, it is a shopping list\n" * 100)
+    with pytest.raises(annotate.StoreCorruptError) as e:
+        Store(path)
+    assert str(path) in str(e.value)
+    # Nothing was written over it.
+    assert path.read_bytes().startswith(b"this is not a database")
+
+
+def test_damaged_database_is_reported_not_emptied(tmp_path: Path) -> None:
+    s = Store(tmp_path / "a.db")
+    for i in range(200):
+        s.add_annotation(text_note(note=f"note {i} " + "x" * 500))
+    s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    s.close()
+    data = bytearray((tmp_path / "a.db").read_bytes())
+    # Scribble over the middle pages, keep the header.
+    for i in range(4096, len(data) - 4096, 7):
+        data[i] = 0xFF
+    (tmp_path / "a.db").write_bytes(bytes(data))
+    with pytest.raises(annotate.StoreError) as e:
+        Store(tmp_path / "a.db").list_annotations()
+    assert str(tmp_path / "a.db") in str(e.value)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "annotations.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_version VALUES (?, 'later')", (schema.LATEST + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(annotate.NewerSchemaError) as e:
+        Store(path)
+    assert str(path) in str(e.value)
+    assert "upgrade mkdocs-annotate" in str(e.value)
+
+
+def test_foreign_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(annotate.StoreCorruptError, match="not written by mkdocs-annotate"):
+        Store(path)
+    conn = sqlite3.connect(path)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
+    conn.close()
+    assert tables == ["invoices"]
+
+
+def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "annotations.db"
+    old = Store(path)
+    a = old.add_annotation(text_note())
+    old.close()
+    calls: list[int] = []
+
+    def add_label(db) -> None:  # type: ignore[no-untyped-def]
+        calls.append(1)
+        db["annotations"].add_column("label", str)
+
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_label])
+    monkeypatch.setattr("annotate.store.MIGRATIONS", schema.MIGRATIONS)
+    monkeypatch.setattr("annotate.store.LATEST", len(schema.MIGRATIONS))
+    new = Store(path)
+    assert new.schema_version == 2
+    assert "label" in new.db["annotations"].columns_dict
+    assert new.get_annotation(a.id).note == a.note  # data kept
+    Store(path).close()
+    assert calls == [1]
