@@ -228,3 +228,25 @@ def test_help_lists_every_command() -> None:
     for name in ("list", "get", "start", "address", "target", "reply", "accept", "reopen", "delete",
                  "notes", "export", "import", "summary", "purge"):  # fmt: skip
         assert f"  {name} " in out, name
+
+
+def test_newer_database_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from annotate import schema
+
+    db = tmp_path / "new.db"
+    Store(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO schema_version VALUES (?, 'later')", (schema.LATEST + 1,))
+    conn.commit()
+    conn.close()
+    result = CliRunner().invoke(cli, ["summary", "--db", str(db)])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"Error: {db} was written by a newer mkdocs-annotate")
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.output == f"annotate, version {annotate.__version__}\n"
