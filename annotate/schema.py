@@ -102,8 +102,18 @@ def _initial(db: sqlite_utils.Database) -> None:
     db["replies"].create_index(["parent_id"])
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_initial]
+def _page_sources(db: sqlite_utils.Database) -> None:
+    # source_file: the page's Markdown file as last checked (its mtime is source_mtime), kept even
+    # when the quote is not in it; source_path is set only where the quote was found.
+    db["annotations"].add_column("source_file", str)
+    # Page URL -> Markdown file (relative to the project), registered by the MkDocs plugin.
+    db["pages"].create(
+        {"page_url": str, "src_path": str, "title": str, "updated_at": str}, pk="page_url"
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_initial, _page_sources]
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
-    {"annotations", "page_notes", "replies", "reviews", "changes", "schema_version"}
+    {"annotations", "page_notes", "replies", "reviews", "changes", "pages", "schema_version"}
 )

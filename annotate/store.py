@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlite_utils
 
+from . import reconcile
 from . import validation as validate
 from .errors import (
     AnnotateError,
@@ -59,6 +60,15 @@ BUSY_TIMEOUT_S = 10.0
 SQLITE_HEADER = b"SQLite format 3\x00"
 # SQLite's bound-variable limit is 32766 on current builds; stay far below it.
 IN_CHUNK = 500
+SOURCE_COLUMNS = (
+    "source_file",
+    "source_mtime",
+    "source_path",
+    "source_line_start",
+    "source_line_end",
+    "source_excerpt",
+    "anchor_score",
+)
 
 Item = Annotation | PageNote
 LABELS = {"annotations": "Annotation", "page_notes": "Page note"}
@@ -329,12 +339,16 @@ class Store:
     # -- annotations --------------------------------------------------------------------------
 
     def add_annotation(self, data: Mapping[str, Any]) -> Annotation:
-        """Create a text or element annotation from the JSON shape of SPEC §3."""
+        """Create a text or element annotation from the JSON shape of SPEC §3.
+
+        A text annotation is located in its page's Markdown file at once, so `source` is there from
+        the start.
+        """
         fields = validate.annotation_input(data)
         if fields["element_selector"] is not None:
             fields["element_selector"] = json.dumps(fields["element_selector"])
         stamp = now()
-        row = {
+        row: dict[str, Any] = {
             "id": new_id("a"),
             **fields,
             "status": "open",
@@ -342,17 +356,22 @@ class Store:
             "created_at": stamp,
             "updated_at": stamp,
         }
+        if row["type"] == "text":
+            blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
+            update = reconcile.plan([blank | row], self._locator(), force=True)
+            row.update(update.get(row["id"], {}))
         with self._tx(write=True) as conn:
             self._insert(conn, "annotations", row)
             self._record(conn, "annotation", row["id"], "created", row["page_url"])
             return self._load(conn, "annotations", row["id"])
 
     def get_annotation(self, id: str) -> Annotation:
-        with self._tx(write=False) as conn:
-            row = self._row(conn, "annotations", id)
-            if row is None:
-                raise AnnotationNotFound(id)
-            return self._objects(conn, "annotations", [row])[0]
+        if not validate.is_valid_id(id):
+            raise AnnotationNotFound(id)
+        found = self._select("SELECT * FROM annotations WHERE id = ?", [id])
+        if not found:
+            raise AnnotationNotFound(id)
+        return found[0]
 
     def list_annotations(
         self,
@@ -377,9 +396,68 @@ class Store:
         sql = "SELECT * FROM annotations"
         if where:
             sql += " WHERE " + " AND ".join(where)
+        return self._select(sql + " ORDER BY rowid", params)
+
+    # -- lazy reconciliation (SPEC §5, seeds/001 §4.3) -------------------------------------
+
+    def register_pages(self, pages: Mapping[str, str]) -> None:
+        """Record which Markdown file (relative to the project) each page URL is built from.
+
+        The MkDocs plugin calls this on every build; paths outside the project are ignored when
+        read.
+        """
+        stamp = now()
+        with self._tx(write=True) as conn:
+            for url, path in pages.items():
+                validate.page_url(url)
+                conn.execute(
+                    "INSERT INTO pages (page_url, src_path, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(page_url) DO UPDATE SET src_path = excluded.src_path, "
+                    "updated_at = excluded.updated_at WHERE src_path != excluded.src_path",
+                    (url, path, stamp),
+                )
+
+    def _locator(self) -> reconcile.Locator:
+        pages = {r[0]: r[1] for r in self.conn.execute("SELECT page_url, src_path FROM pages")}
+        return reconcile.Locator(self.project_dir, pages=pages)
+
+    def _reconcile(self, rows: Iterable[sqlite3.Row], *, force: bool = False) -> bool:
+        """Re-locate the rows whose Markdown changed; True when something was written."""
+        rows = [r for r in rows if r["type"] == "text"]
+        if not rows:
+            return False
+        updates = reconcile.plan(rows, self._locator(), force=force)
+        if not updates:
+            return False
+        by_id = {r["id"]: r for r in rows}
+        with self._tx(write=True) as conn:
+            for id, values in updates.items():
+                # Another process may have deleted it meanwhile; an UPDATE of nothing is harmless.
+                self._update(conn, "annotations", id, values)
+                if reconcile.changed(by_id[id], values):
+                    self._record(conn, "annotation", id, "anchor", by_id[id]["page_url"])
+        return True
+
+    def _select(self, sql: str, params: Iterable[Any] = ()) -> list[Annotation]:
+        """Annotations from a query, reconciled with the Markdown files first."""
+        params = list(params)
         with self._tx(write=False) as conn:
-            rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-            return self._objects(conn, "annotations", rows)
+            rows = conn.execute(sql, params).fetchall()
+            objects = self._objects(conn, "annotations", rows)
+        if self._reconcile(rows):
+            with self._tx(write=False) as conn:
+                rows = conn.execute(sql, params).fetchall()
+                objects = self._objects(conn, "annotations", rows)
+        return objects
+
+    def reconcile(self, *, force: bool = False) -> int:
+        """Check every annotation against its Markdown file now; return how many were updated."""
+        with self._tx(write=False) as conn:
+            rows = conn.execute("SELECT * FROM annotations WHERE type = 'text'").fetchall()
+        updates = reconcile.plan(rows, self._locator(), force=force)
+        if updates:
+            self._reconcile(rows, force=force)
+        return len(updates)
 
     def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
         """Change the reviewer's note, intent, suggestion or page title."""
@@ -406,7 +484,15 @@ class Store:
             _refuse_resolved(table, row, "update the target")
             self._update(conn, table, id, {"replaced_text": text, "updated_at": now()})
             self._record(conn, "annotation", id, "target_updated", row["page_url"])
-            return self._load(conn, table, id)
+        return self._relocated(id)
+
+    def _relocated(self, id: str) -> Annotation:
+        """The annotation after locating it again now: its target text just changed."""
+        with self._tx(write=False) as conn:
+            row = self._row(conn, "annotations", id)
+        if row is not None:
+            self._reconcile([row], force=True)
+        return self.get_annotation(id)
 
     # -- lifecycle, for annotations and page notes alike --------------------------------------
 
@@ -414,7 +500,10 @@ class Store:
         """The annotation or page note with this id."""
         with self._tx(write=False) as conn:
             table, row = self._find(conn, id)
-            return self._objects(conn, table, [row])[0]
+            item = self._objects(conn, table, [row])[0]
+        if table == "annotations" and self._reconcile([row]):
+            return self.get_annotation(id)
+        return item
 
     def set_in_progress(self, id: str) -> Item:
         """open/addressed → in_progress (the agent started); a no-op when already in progress."""
@@ -455,7 +544,9 @@ class Store:
                 values["replaced_text"] = text
             self._update(conn, table, id, values)
             self._record(conn, _kind(table), id, "addressed", row["page_url"])
-            return self._load(conn, table, id)
+            if text is None:
+                return self._load(conn, table, id)
+        return self._relocated(id)
 
     def add_reply(
         self, id: str, message: str, *, role: str = "reviewer", author: str | None = None
@@ -642,6 +733,13 @@ class Store:
             return self._review(conn, id)
 
     def get_review(self, id: str) -> Review:
+        """A review with its notes, their sources reconciled with the Markdown files."""
+        if validate.is_valid_id(id):
+            with self._tx(write=False) as conn:
+                rows = conn.execute(
+                    "SELECT * FROM annotations WHERE review_id = ?", (id,)
+                ).fetchall()
+            self._reconcile(rows)
         with self._tx(write=False) as conn:
             return self._review(conn, id)
 
@@ -663,7 +761,7 @@ class Store:
                 return None
             self._update(conn, "reviews", row["id"], {"picked_up_at": now()})
             self._record(conn, "review", row["id"], "picked_up", None)
-            return self._review(conn, row["id"])
+        return self.get_review(row["id"])
 
     def _review(self, conn: sqlite3.Connection, id: str) -> Review:
         row = self._row(conn, "reviews", id)
@@ -694,6 +792,9 @@ class Store:
         """Every annotation and page note, read in one snapshot (for exports)."""
         where = "" if include_resolved else " WHERE status != 'resolved'"
         with self._tx(write=False) as conn:
+            rows = conn.execute(f"SELECT * FROM annotations{where}").fetchall()
+        self._reconcile(rows)
+        with self._tx(write=False) as conn:
             replies = self._all_replies(conn)
             annotations = [
                 _annotation(r, tuple(replies.get(r["id"], ())))
@@ -707,6 +808,11 @@ class Store:
 
     def summary(self) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT * FROM annotations WHERE type = 'text' AND status != 'resolved'"
+            ).fetchall()
+        self._reconcile(rows)
         with self._tx(write=False) as conn:
 
             def counts(sql: str) -> dict[str, int]:

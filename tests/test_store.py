@@ -370,11 +370,13 @@ def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
         calls.append(1)
         db["annotations"].add_column("label", str)
 
+    latest = schema.LATEST
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_label])
+    monkeypatch.setattr(schema, "LATEST", latest + 1)
     monkeypatch.setattr("annotate.store.MIGRATIONS", schema.MIGRATIONS)
     monkeypatch.setattr("annotate.store.LATEST", len(schema.MIGRATIONS))
     new = Store(path)
-    assert new.schema_version == 2
+    assert new.schema_version == schema.LATEST
     assert "label" in new.db["annotations"].columns_dict
     assert new.get_annotation(a.id).note == a.note  # data kept
     Store(path).close()

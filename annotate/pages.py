@@ -1,0 +1,74 @@
+"""Which Markdown file a page URL was built from.
+
+The MkDocs plugin knows each page's `src_uri` and records it with `Store.register_pages`; that
+mapping wins. Without it (the CLI or MCP server on a project whose site was never served), the
+path is worked out from `mkdocs.yml` the way MkDocs builds URLs. Either way the path comes from the
+server side, never from a browser, and never leaves the project folder (SPEC §5).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+__all__ = ["candidates", "docs_dir", "resolve_page", "safe_path"]
+
+CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
+# Only the two keys we need, read with a pattern: mkdocs.yml often holds `!!python/name:` tags that
+# a safe YAML loader refuses, and this module must not import MkDocs.
+_KEY = re.compile(r"^(docs_dir|use_directory_urls)\s*:\s*(['\"]?)([^'\"#\n]*?)\2\s*(#.*)?$", re.M)
+
+
+def _config(project: Path) -> dict[str, str]:
+    for name in CONFIG_NAMES:
+        try:
+            text = (project / name).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        return {m.group(1): m.group(3).strip() for m in _KEY.finditer(text)}
+    return {}
+
+
+def docs_dir(project: Path) -> str:
+    """The docs folder relative to the project (`docs` unless mkdocs.yml says otherwise)."""
+    return _config(project).get("docs_dir") or "docs"
+
+
+def candidates(page_url: str, *, directory_urls: bool = True) -> list[str]:
+    """Source paths (relative to docs_dir) that MkDocs could have built `page_url` from."""
+    path = page_url.split("?", 1)[0].split("#", 1)[0].strip("/")
+    if path.endswith(".html"):
+        stem = path[: -len(".html")]
+        if stem == "index" or stem.endswith("/index"):
+            base = stem[: -len("index")].rstrip("/")
+            return [f"{base}/index.md".lstrip("/"), f"{base}/README.md".lstrip("/")]
+        return [f"{stem}.md"]
+    if not path:
+        return ["index.md", "README.md"]
+    if directory_urls:
+        return [f"{path}.md", f"{path}/index.md", f"{path}/README.md"]
+    return [f"{path}.md"]
+
+
+def safe_path(project: Path, relative: str) -> Path | None:
+    """`project / relative` if it stays inside the project (symlinks resolved), else None."""
+    if not relative or PurePosixPath(relative).is_absolute() or "\\" in relative:
+        return None
+    root = project.resolve()
+    full = (root / relative).resolve()
+    if full != root and root not in full.parents:
+        return None
+    return full
+
+
+def resolve_page(project: Path, page_url: str) -> str | None:
+    """The existing Markdown file, relative to the project in POSIX form, or None."""
+    config = _config(project)
+    folder = config.get("docs_dir") or "docs"
+    directory_urls = config.get("use_directory_urls", "true").lower() not in ("false", "no", "off")
+    for candidate in candidates(page_url, directory_urls=directory_urls):
+        relative = str(PurePosixPath(folder) / candidate)
+        full = safe_path(project, relative)
+        if full is not None and full.is_file():
+            return relative
+    return None

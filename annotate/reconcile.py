@@ -1,0 +1,159 @@
+"""Lazy reconciliation: keep each text annotation's `source` pointing at its Markdown lines.
+
+On every read, the annotations whose Markdown file changed since their last check (modification
+time) are located again — by `replacedText` when the agent recorded one, else by the quote — and
+`source`, `anchorState` and `anchorScore` updated (seeds/001 §4.3, SPEC §5):
+
+- `anchored`: found; `source` holds the current lines;
+- `stale`: the file is there but the text was rewritten beyond recognition; `source` keeps the lines
+  where it was last seen;
+- `orphaned`: the file is gone.
+
+Nothing is ever dropped. An unchanged file costs one `stat` per file, not per annotation.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import sourcemap
+from .pages import resolve_page, safe_path
+
+__all__ = ["Locator", "locate_source", "plan"]
+
+# Markdown files larger than this are not read (a page is kilobytes); such notes keep their state.
+MAX_SOURCE_BYTES = sourcemap.MAX_SOURCE_BYTES
+
+
+@dataclass
+class Locator:
+    """Reads each Markdown file at most once per reconciliation pass and remembers page paths."""
+
+    project: Path
+    pages: Mapping[str, str] = field(default_factory=dict)
+    _files: dict[str, tuple[float, str] | None] = field(default_factory=dict)
+    _mtimes: dict[str, float | None] = field(default_factory=dict)
+    _resolved: dict[str, str | None] = field(default_factory=dict)
+
+    def page_file(self, page_url: str) -> str | None:
+        """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
+        if page_url not in self._resolved:
+            registered = self.pages.get(page_url)
+            if registered is not None and safe_path(self.project, registered) is not None:
+                self._resolved[page_url] = registered
+            else:
+                self._resolved[page_url] = resolve_page(self.project, page_url)
+        return self._resolved[page_url]
+
+    def mtime(self, relative: str) -> float | None:
+        """The file's mtime, or None when it is missing or outside the project (cached)."""
+        if relative not in self._mtimes:
+            full = safe_path(self.project, relative)
+            try:
+                st = os.stat(full) if full is not None else None
+            except OSError:
+                st = None
+            self._mtimes[relative] = st.st_mtime if st and stat.S_ISREG(st.st_mode) else None
+        return self._mtimes[relative]
+
+    def read(self, relative: str) -> str | None:
+        if relative not in self._files:
+            full = safe_path(self.project, relative)
+            try:
+                if full is None or full.stat().st_size > MAX_SOURCE_BYTES:
+                    raise OSError
+                self._files[relative] = (
+                    full.stat().st_mtime,
+                    full.read_text(encoding="utf-8-sig", errors="replace"),
+                )
+            except OSError:
+                self._files[relative] = None
+        entry = self._files[relative]
+        return entry[1] if entry else None
+
+
+def locate_source(text: str, row: Mapping[str, Any]) -> tuple[sourcemap.SourceMatch | None, bool]:
+    """Find the annotation in Markdown `text`: by its replacement first, then by its quote.
+
+    Returns the match and whether the replacement was the one found.
+    """
+    hint = row["source_line_start"]
+    replaced = row["replaced_text"]
+    prefix, suffix = row["quote_prefix"] or "", row["quote_suffix"] or ""
+    if replaced:
+        # The text around the quote still frames the replacement.
+        match = sourcemap.locate_in_markdown(
+            text, replaced, prefix=prefix, suffix=suffix, hint_line=hint
+        )
+        if match is not None:
+            return match, True
+    exact = row["quote_exact"] or row["selected_text"] or ""
+    return sourcemap.locate_in_markdown(
+        text, exact, prefix=prefix, suffix=suffix, hint_line=hint
+    ), False
+
+
+def plan(
+    rows: Iterable[Mapping[str, Any]], locator: Locator, *, force: bool = False
+) -> dict[str, dict[str, Any]]:
+    """The column updates that bring `rows` up to date with the files on disk, by annotation id.
+
+    Only text annotations have a source. A row is looked at again only when its file's mtime is not
+    the one recorded at the last check (or with `force`).
+    """
+    updates: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["type"] != "text":
+            continue
+        current = row["source_file"]
+        path = current
+        mtime = locator.mtime(path) if path else None
+        if mtime is None:
+            # New, or the file is gone: the page may now be built from another file.
+            path = locator.page_file(row["page_url"])
+            mtime = locator.mtime(path) if path else None
+        if mtime is None:
+            if current and row["anchor_state"] != "orphaned":
+                updates[row["id"]] = {"anchor_state": "orphaned", "anchor_score": 0.0}
+            continue
+        if not force and path == current and row["source_mtime"] == mtime:
+            continue  # unchanged since the last check: costs nothing
+        text = locator.read(path)
+        if text is None:
+            continue
+        change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
+        match, _ = locate_source(text, row)
+        if match is not None:
+            change.update(
+                source_path=path,
+                source_line_start=match.line_start,
+                source_line_end=match.line_end,
+                source_excerpt=match.excerpt,
+                anchor_state="anchored",
+                anchor_score=float(match.score),
+            )
+        elif row["source_path"]:
+            # Seen before, not found now: rewritten. Keep the last known lines as a pointer.
+            change.update(anchor_state="stale", anchor_score=0.0)
+        updates[row["id"]] = change
+    return updates
+
+
+def changed(row: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
+    """Whether an update changes what a reader sees (not just the recorded mtime)."""
+    visible = (
+        "source_path",
+        "source_line_start",
+        "source_line_end",
+        "anchor_state",
+        "anchor_score",
+    )
+    return any(k in update and update[k] != row[k] for k in visible)
+
+
+Reconciler = Callable[[Iterable[Mapping[str, Any]]], dict[str, dict[str, Any]]]

@@ -1,0 +1,711 @@
+"""Map text a browser shows on a rendered MkDocs page back to lines of its Markdown source (SPEC §5).
+
+The page is rendered by Python-Markdown, so no parser here reproduces its HTML exactly. Instead,
+`project_markdown` parses the file with markdown-it-py and builds the text a reader would see, keeping
+for every character its offset in the source; `normalise` then folds away what renderers change
+(typographic quotes and dashes, whitespace, case, permalink marks), and the quote is searched in that
+folded text. The answer is a best-effort line range: the quote itself is kept for re-anchoring.
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import re
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from html.parser import HTMLParser
+from pathlib import Path, PurePath
+from typing import Any, NamedTuple
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from rapidfuzz import fuzz
+
+__all__ = [
+    "ProjectedText",
+    "SourceMatch",
+    "locate_in_markdown",
+    "map_source",
+    "normalise",
+    "project_markdown",
+]
+
+# Below this similarity (0-100) an approximate match is "not found", never a guess: measured to reject
+# every deleted quote while keeping every correct anchor (notes/FACTS.md, "Fuzzy text anchoring").
+MIN_SIMILARITY = 75
+# A short quote shares most of its letters with unrelated text ("Made with Material for MkDocs" vs
+# "MkDocs, Material for MkDocs" is 76): below LONG_QUOTE characters, ask for more.
+MIN_SIMILARITY_SHORT = 85
+LONG_QUOTE = 40
+# Quotes shorter than this (after normalising) are only looked up exactly: fuzzy hits would be noise.
+MIN_FUZZY_LENGTH = 8
+# An exact hit chosen among identical ones that neither context nor hint tells apart.
+AMBIGUOUS_SCORE = 90
+# Ranking weights: the quote matters most, then prefix/suffix, then nearness to the hinted line.
+WEIGHT_QUOTE = 50
+WEIGHT_CONTEXT = 20
+WEIGHT_HINT = 2
+# Pieces of the prefix, suffix and quote looked up exactly to place approximate-search windows.
+ANCHOR_PIECE = 12
+MAX_EXACT_HITS = 200
+MAX_EXCERPT_CHARS = 500
+# Source files larger than this are not read (a Markdown page is kilobytes).
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+# How far ahead character-wise alignment looks for the next character of a text token.
+FIRST_CHAR_LOOKAHEAD = 80
+NEXT_CHAR_LOOKAHEAD = 8
+
+_ESCAPABLE = frozenset(string.punctuation)
+_ENTITY = re.compile(r"&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});")
+# attr_list blocks (`{#id}`, `{ .class key=value }`) that Python-Markdown removes from the output.
+_ATTR_ITEM = r"""(?:[#.][^\s{}]+|[\w:-]+=(?:"[^"]*"|'[^']*'|[^\s{}]+))"""
+_ATTR_LIST = re.compile(
+    r"[ \t]*\{:?[ \t]*" + _ATTR_ITEM + r"(?:[ \t]+" + _ATTR_ITEM + r")*[ \t]*:?\}"
+)
+# Material content tabs (pymdownx.tabbed): `=== "Label"` with an indented body. Rewritten to an
+# admonition of the same line count, which markdown-it parses with the same nesting rules.
+_TAB_LINE = re.compile(r'^([ \t]*)===([+!]*)[ \t]+("[^"\n]*")[ \t]*$', re.MULTILINE)
+_TAB_TAG = "annotate-tab"
+_NEW_TAB_GROUP = "annotate-new-group"  # `===!` starts a new set of tabs
+# A table's delimiter row (`| --- | :-: |`); the `|` tells it from a rule or a setext underline.
+_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_NEWLINES = re.compile(r"\r\n?")
+_BACKTICKS = re.compile(r"`+")
+_FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\n]+)\]:", re.MULTILINE)
+_FENCE_TITLE = re.compile(r'\btitle="([^"]*)"')
+
+# Characters the rendered page adds or changes and the source does not have (or the reverse).
+_DROPPED = frozenset("¶↩\u200b\u200c\u200d\u2060\ufeff\xad\ufe0e\ufe0f")
+_FOLDED = {
+    **dict.fromkeys("‘’‚‛′`´", "'"),
+    **dict.fromkeys("“”„‟″", '"'),
+    **dict.fromkeys("‐‑‒–—―−", "-"),
+    "…": ".",
+}
+_RUNS = frozenset("-.")  # `--`/`---`/`...` become one dash or ellipsis under smarty
+
+
+@dataclass(frozen=True)
+class ProjectedText:
+    """The text a page shows, with `offsets[i]` the source offset of `text[i]`."""
+
+    source: str
+    text: str
+    offsets: tuple[int, ...]
+
+    def line_of(self, offset: int) -> int:
+        """1-based line of a source offset."""
+        return self.source.count("\n", 0, offset) + 1
+
+
+@dataclass(frozen=True)
+class SourceMatch:
+    """Where a quote is in a Markdown file: 1-based inclusive lines, score 0-100, and the
+    [start, end) offsets in the source with line ends made `\\n`."""
+
+    line_start: int
+    line_end: int
+    start: int
+    end: int
+    excerpt: str
+    score: int
+
+
+class _Hit(NamedTuple):
+    start: int
+    end: int
+    score: int
+
+
+def normalise(text: str) -> tuple[str, list[int]]:
+    """Fold `text` for matching and return it with, for each character, its index in `text`.
+
+    Whitespace and permalink/backref marks are dropped, curly quotes become straight ones, dashes and
+    ellipses collapse (smarty writes `--` as – and `...` as …), and case is folded (`!!! note`
+    renders the title "Note").
+    """
+    out: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in _DROPPED or ch.isspace():
+            continue
+        folded = _FOLDED.get(ch, ch)
+        if folded in _RUNS and out and out[-1] == folded:
+            continue
+        for c in folded.casefold():
+            out.append(c)
+            index.append(i)
+    return "".join(out), index
+
+
+class _View:
+    """A region of the source as a string, with the source offset of each character."""
+
+    def __init__(self, text: str, offsets: list[int]) -> None:
+        self.text = text
+        self.offsets = offsets
+
+    @classmethod
+    def raw(cls, source: str, start: int, end: int) -> _View:
+        return cls(source[start:end], list(range(start, end)))
+
+    @classmethod
+    def decoded(cls, source: str, start: int, end: int) -> _View:
+        """The region with backslash escapes and HTML entities decoded, as markdown-it reports text."""
+        chars: list[str] = []
+        offsets: list[int] = []
+        i = start
+        while i < end:
+            ch = source[i]
+            if ch == "\\" and i + 1 < end and source[i + 1] in _ESCAPABLE:
+                chars.append(source[i + 1])
+                offsets.append(i + 1)
+                i += 2
+                continue
+            if ch == "&" and (m := _ENTITY.match(source, i, end)):
+                value = html.unescape(m.group())
+                if value != m.group():
+                    for c in value:
+                        chars.append(c)
+                        offsets.append(i)
+                    i = m.end()
+                    continue
+            chars.append(ch)
+            offsets.append(i)
+            i += 1
+        return cls("".join(chars), offsets)
+
+
+class _HTMLText(HTMLParser):
+    """Text nodes of an HTML block, as a browser would show them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in ("script", "style"):
+            self._skip += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style") and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def _parser() -> MarkdownIt:
+    return (
+        MarkdownIt("commonmark")
+        .enable("table")
+        .use(front_matter_plugin)
+        .use(admon_plugin)
+        .use(deflist_plugin)
+        .use(footnote_plugin)
+    )
+
+
+_MD = _parser()
+
+
+class _Projector:
+    """Walks markdown-it tokens and aligns the text they carry with the source characters."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.line_starts = [0, *(i + 1 for i, c in enumerate(source) if c == "\n")]
+        self.chars: list[str] = []
+        self.offsets: list[int] = []
+        self.cursor = 0
+        self.region = (0, 0)
+        self._decoded: _View | None = None
+        self._raw: _View | None = None
+        defs = [m.group(1) for m in _FOOTNOTE_DEF.finditer(source)]
+        # Python-Markdown numbers footnotes by definition order (USE_DEFINITION_ORDER, default).
+        self.footnote_number = {label: n for n, label in enumerate(dict.fromkeys(defs), 1)}
+
+    # -- regions and alignment -------------------------------------------------------------
+
+    def _line_offset(self, line: int) -> int:
+        return self.line_starts[line] if line < len(self.line_starts) else len(self.source)
+
+    def enter(self, first_line: int, end_line: int) -> None:
+        """Align the next texts inside source lines [first_line, end_line)."""
+        start = self._line_offset(first_line)
+        end = self._line_offset(max(end_line, first_line + 1))
+        if self.region == (start, end) and start <= self.cursor <= end:
+            return  # table cells of one row share the row's line: keep moving right
+        self.region = (start, end)
+        self.cursor = start
+        self._decoded = self._raw = None
+
+    def _view(self, raw: bool) -> _View:
+        start, end = self.region
+        if raw:
+            if self._raw is None:
+                self._raw = _View.raw(self.source, start, end)
+            return self._raw
+        if self._decoded is None:
+            self._decoded = _View.decoded(self.source, start, end)
+        return self._decoded
+
+    def align(self, piece: str, *, raw: bool = False) -> list[int]:
+        """Source offsets of the characters of `piece`, found from the cursor on."""
+        view = self._view(raw)
+        pos = bisect.bisect_left(view.offsets, self.cursor)
+        found = view.text.find(piece, pos) if piece else -1
+        if found >= 0:
+            offsets = view.offsets[found : found + len(piece)]
+            self.cursor = offsets[-1] + 1
+            return offsets
+        # Not there verbatim (a generated admonition title, a code span over a line break, a link
+        # text markdown-it normalised): align character by character, never far ahead.
+        offsets = []
+        lookahead = FIRST_CHAR_LOOKAHEAD
+        for ch in piece:
+            if not ch.isspace():
+                window = view.text[pos : pos + lookahead].casefold()
+                hit = window.find(ch.casefold())
+                if hit >= 0:
+                    pos += hit
+                    offsets.append(view.offsets[pos])
+                    pos += 1
+                    self.cursor = view.offsets[pos - 1] + 1
+                    lookahead = NEXT_CHAR_LOOKAHEAD
+                    continue
+            offsets.append(self._here())
+        return offsets
+
+    def _here(self) -> int:
+        """Where text that has no characters of its own (line breaks, unfound text) is placed."""
+        start, end = self.region
+        return max(0, min(max(start, min(self.cursor, end - 1)), len(self.source) - 1))
+
+    def emit(self, text: str, offsets: list[int]) -> None:
+        self.chars.extend(text)
+        self.offsets.extend(offsets)
+
+    def emit_text(self, piece: str, *, raw: bool = False) -> None:
+        self.emit(piece, self.align(piece, raw=raw))
+
+    def end_block(self) -> None:
+        if self.chars and self.chars[-1] != "\n":
+            self.emit("\n", [self._here()])
+
+    # -- token kinds -----------------------------------------------------------------------
+
+    def inline(self, token: Token) -> None:
+        assert token.map is not None
+        self.enter(*token.map)
+        for child in token.children or []:
+            kind = child.type
+            if kind == "text":
+                self._text(child.content)
+            elif kind == "code_inline":
+                self.emit_text(child.content, raw=True)
+            elif kind in ("softbreak", "hardbreak"):
+                self.emit("\n", [self._here()])
+            elif kind == "footnote_ref":
+                self._footnote_ref(child)
+            # images show no text (alt is an attribute); html_inline is markup; the rest is markup.
+        self.end_block()
+
+    def _text(self, content: str) -> None:
+        offsets = self.align(content)
+        # attr_list blocks are not shown: drop their characters after aligning the whole text.
+        keep = [True] * len(content)
+        for m in _ATTR_LIST.finditer(content):
+            keep[m.start() : m.end()] = [False] * (m.end() - m.start())
+        self.emit(
+            "".join(c for c, k in zip(content, keep, strict=True) if k),
+            [o for o, k in zip(offsets, keep, strict=True) if k],
+        )
+
+    def _footnote_ref(self, token: Token) -> None:
+        label = str(token.meta.get("label", ""))
+        number = str(self.footnote_number.get(label, token.meta.get("id", 0) + 1))
+        at = self.source.find(f"[^{label}]", self.cursor, self.region[1])
+        if at < 0:
+            self.emit(number, [self._here()] * len(number))
+            return
+        self.emit(number, [at + 2] * len(number))
+        self.cursor = at + len(label) + 3
+
+    def code(self, token: Token) -> None:
+        assert token.map is not None
+        first = token.map[0] + (1 if token.type == "fence" else 0)
+        if token.type == "fence" and (m := _FENCE_TITLE.search(token.info)):
+            # superfences `title="file.py"` is shown above the code block.
+            self.enter(token.map[0], token.map[0] + 1)
+            self.emit_text(m.group(1))
+            self.end_block()
+        self.enter(first, max(token.map[1], first + 1))
+        for line in token.content.split("\n"):
+            if line:
+                self.emit_text(line, raw=True)
+            self.emit("\n", [self._here()])
+
+    def html_block(self, token: Token) -> None:
+        assert token.map is not None
+        parser = _HTMLText()
+        parser.feed(token.content)
+        parser.close()
+        self.enter(*token.map)
+        for part in parser.parts:
+            if part.strip():
+                self.emit_text(part)
+        self.end_block()
+
+    def walk(self, tokens: list[Token]) -> None:
+        footnotes: list[tuple[int, int, int]] = []  # (number, start, end) in the projection
+        fn_start = fn_number = 0
+        # Content tabs: per open admonition [is_tab, label_start, label_end]; finished tabs of the
+        # current set as (label_start, label_end, body_end).
+        admonitions: list[list[Any]] = []
+        tab_set: list[tuple[int, int, int]] = []
+        for i, token in enumerate(tokens):
+            kind = token.type
+            if kind == "inline" and token.map is not None:
+                self.inline(token)
+            elif kind in ("fence", "code_block") and token.map is not None:
+                self.code(token)
+            elif kind == "html_block" and token.map is not None:
+                self.html_block(token)
+            elif kind == "admonition_open":
+                at = len(self.chars)
+                admonitions.append([token.meta.get("tag") == _TAB_TAG, at, at])
+            elif kind == "admonition_title_close" and admonitions:
+                admonitions[-1][2] = len(self.chars)
+            elif kind == "admonition_close" and admonitions:
+                is_tab, label_start, label_end = admonitions.pop()
+                if is_tab:
+                    tab_set.append((label_start, label_end, len(self.chars)))
+                    if not _continues_tab_set(tokens, i):
+                        self._labels_first(tab_set)
+                        tab_set = []
+            elif kind == "footnote_open":
+                fn_start = len(self.chars)
+                label = str(token.meta.get("label", ""))
+                fn_number = self.footnote_number.get(label, len(footnotes) + 1)
+            elif kind == "footnote_close":
+                footnotes.append((fn_number, fn_start, len(self.chars)))
+        if footnotes:
+            # markdown-it lists footnotes by first reference, Python-Markdown by definition.
+            self._reorder(footnotes[0][1], [(s, e) for _, s, e in sorted(footnotes)])
+
+    def _labels_first(self, tabs: list[tuple[int, int, int]]) -> None:
+        """Material shows a set of tabs as all labels, then all bodies (`alternate_style`)."""
+        labels = [(start, end) for start, end, _ in tabs]
+        bodies = [(end, body_end) for _, end, body_end in tabs]
+        self._reorder(tabs[0][0], labels + bodies)
+
+    def _reorder(self, base: int, pieces: list[tuple[int, int]]) -> None:
+        """Replace the projection from `base` to its end with `pieces` ([start, end) ranges of it)."""
+        chars, offsets = self.chars[base:], self.offsets[base:]
+        del self.chars[base:], self.offsets[base:]
+        for start, end in pieces:
+            self.chars.extend(chars[start - base : end - base])
+            self.offsets.extend(offsets[start - base : end - base])
+
+
+def _continues_tab_set(tokens: list[Token], close: int) -> bool:
+    """Whether the token after the tab closing at `close` opens the next tab of the same set."""
+    if close + 1 >= len(tokens):
+        return False
+    nxt = tokens[close + 1]
+    return (
+        nxt.type == "admonition_open"
+        and nxt.meta.get("tag") == _TAB_TAG
+        and _NEW_TAB_GROUP not in nxt.info.split()
+    )
+
+
+def _tab_as_admonition(m: re.Match[str]) -> str:
+    new = f" {_NEW_TAB_GROUP}" if "!" in m.group(2) else ""
+    return f"{m.group(1)}!!! {_TAB_TAG}{new} {m.group(3)}"
+
+
+def _escape_code_pipes(line: str) -> str:
+    """Escape `|` inside code spans: Python-Markdown keeps them in the cell, GFM splits there."""
+    out: list[str] = []
+    at = 0
+    for opening in _BACKTICKS.finditer(line):
+        if opening.start() < at:
+            continue
+        closing = re.compile(rf"(?<!`){opening.group()}(?!`)").search(line, opening.end())
+        if closing is None:
+            break
+        inner = line[opening.end() : closing.start()]
+        out += [line[at : opening.end()], re.sub(r"(?<!\\)\|", r"\\|", inner), closing.group()]
+        at = closing.end()
+    return "".join(out) + line[at:]
+
+
+def _for_parsing(source: str) -> str:
+    """`source` rewritten where markdown-it would read it unlike Python-Markdown, line for line.
+
+    Token line maps of the result stay valid for `source`, against which text is aligned.
+    """
+    lines = _TAB_LINE.sub(_tab_as_admonition, source).split("\n")
+    in_table = False
+    for n, line in enumerate(lines):
+        if not line.strip():
+            in_table = False
+        elif "|" in line and n > 0 and _TABLE_DELIMITER.match(line) and "|" in lines[n - 1]:
+            lines[n - 1] = _escape_code_pipes(lines[n - 1])
+            in_table = True
+        elif in_table:
+            lines[n] = _escape_code_pipes(line)
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=32)
+def project_markdown(source: str) -> ProjectedText:
+    """The text a rendered page shows for Markdown `source`, each character mapped to its offset.
+
+    Line ends are first made `\\n` (as markdown-it and Python's text files do), so offsets and
+    lines refer to `ProjectedText.source`.
+    """
+    source = _NEWLINES.sub("\n", source)
+    projector = _Projector(source)
+    projector.walk(_MD.parse(_for_parsing(source)))
+    return ProjectedText(source, "".join(projector.chars), tuple(projector.offsets))
+
+
+@lru_cache(maxsize=32)
+def _haystack(source: str) -> tuple[str, tuple[int, ...]]:
+    """The normalised projection of `source` and the source offset of each of its characters."""
+    projected = project_markdown(source)
+    text, index = normalise(projected.text)
+    return text, tuple(projected.offsets[i] for i in index)
+
+
+# -- searching ---------------------------------------------------------------------------------
+
+
+def _similarity(a: str, b: str) -> float:
+    return fuzz.ratio(a, b) / 100 if a and b else 0.0
+
+
+def _context(text: str, start: int, end: int, prefix: str, suffix: str) -> float:
+    """How well the text around [start, end) agrees with the quote's prefix and suffix (0-1)."""
+    parts = []
+    if prefix:
+        parts.append(_similarity(text[max(0, start - len(prefix)) : start], prefix))
+    if suffix:
+        parts.append(_similarity(text[end : end + len(suffix)], suffix))
+    return sum(parts) / len(parts) if parts else 0.0
+
+
+def _nearness(text: str, start: int, hint: int | None) -> float:
+    return 0.0 if hint is None or not text else -abs(start - hint) / len(text)
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    hits: list[int] = []
+    at = text.find(needle)
+    while at >= 0 and len(hits) < MAX_EXACT_HITS:
+        hits.append(at)
+        at = text.find(needle, at + 1)
+    return hits
+
+
+def _exact(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
+    hits = _find_all(text, quote)
+    if not hits:
+        return None
+    ranked = sorted(
+        (
+            WEIGHT_CONTEXT * _context(text, at, at + len(quote), prefix, suffix)
+            + WEIGHT_HINT * _nearness(text, at, hint),
+            -at,
+        )
+        for at in hits
+    )
+    best = ranked[-1]
+    clear = len(ranked) == 1 or best[0] > ranked[-2][0]
+    return _Hit(-best[1], -best[1] + len(quote), 100 if clear else AMBIGUOUS_SCORE)
+
+
+def _windows(text: str, quote: str, prefix: str, suffix: str) -> set[tuple[int, int]]:
+    """Places worth an approximate alignment: around exact hits of context and quote pieces."""
+    span = len(quote) + len(quote) // 4 + ANCHOR_PIECE
+    windows: set[tuple[int, int]] = set()
+    if len(prefix) >= ANCHOR_PIECE:
+        for at in _find_all(text, prefix[-ANCHOR_PIECE:]):
+            windows.add((at + ANCHOR_PIECE, at + ANCHOR_PIECE + span))
+    if len(suffix) >= ANCHOR_PIECE:
+        for at in _find_all(text, suffix[:ANCHOR_PIECE]):
+            windows.add((at - span, at))
+    if len(quote) >= 2 * ANCHOR_PIECE:
+        for offset in (0, (len(quote) - ANCHOR_PIECE) // 2, len(quote) - ANCHOR_PIECE):
+            for at in _find_all(text, quote[offset : offset + ANCHOR_PIECE]):
+                windows.add((at - offset - span // 2, at - offset + span))
+    return windows
+
+
+def _approximate(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
+    if len(quote) < MIN_FUZZY_LENGTH or not text:
+        return None
+    cutoff = MIN_SIMILARITY if len(quote) >= LONG_QUOTE else MIN_SIMILARITY_SHORT
+    if len(quote) >= len(text):
+        similarity = fuzz.ratio(quote, text)
+        return _Hit(0, len(text), round(similarity)) if similarity >= cutoff else None
+    candidates: dict[tuple[int, int], float] = {}
+    best = fuzz.partial_ratio_alignment(quote, text, score_cutoff=cutoff)
+    if best is not None:
+        candidates[best.dest_start, best.dest_end] = best.score
+    for start, end in _windows(text, quote, prefix, suffix):
+        start, end = max(0, start), min(len(text), end)
+        if end - start < len(quote):
+            start, end = max(0, end - len(quote)), min(len(text), start + len(quote))
+        found = fuzz.partial_ratio_alignment(quote, text[start:end], score_cutoff=cutoff)
+        if found is not None:
+            key = (start + found.dest_start, start + found.dest_end)
+            candidates[key] = max(candidates.get(key, 0.0), found.score)
+    if not candidates:
+        return None
+
+    def rank(item: tuple[tuple[int, int], float]) -> float:
+        (start, end), score = item
+        return (
+            WEIGHT_QUOTE * score / 100
+            + WEIGHT_CONTEXT * _context(text, start, end, prefix, suffix)
+            + WEIGHT_HINT * _nearness(text, start, hint)
+        )
+
+    (start, end), score = max(candidates.items(), key=rank)
+    return _Hit(start, end, round(score))
+
+
+def _search(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
+    """Find `quote` in `text` (both normalised): exact hits first, then approximate, else None.
+
+    The single seam to `annotate.anchoring.locate` (same contract, SPEC §5) once that exists.
+    """
+    return _exact(text, quote, prefix, suffix, hint) or _approximate(
+        text, quote, prefix, suffix, hint
+    )
+
+
+def _excerpt(source: str, line_start: int, line_end: int) -> str:
+    lines = source.split("\n")[line_start - 1 : line_end]
+    excerpt = "\n".join(lines)
+    if len(excerpt) > MAX_EXCERPT_CHARS:
+        excerpt = excerpt[: MAX_EXCERPT_CHARS - 1] + "…"
+    return excerpt
+
+
+def locate_in_markdown(
+    source: str,
+    exact: str,
+    *,
+    prefix: str = "",
+    suffix: str = "",
+    hint_line: int | None = None,
+) -> SourceMatch | None:
+    """Find rendered text `exact` in Markdown `source`; None when it is not there (theme text).
+
+    `prefix`/`suffix` (the text shown before and after it) break ties between repeated text;
+    `hint_line` (1-based) prefers the occurrence nearest to where the quote was last seen.
+    """
+    quote, _ = normalise(exact)
+    if not quote:
+        return None
+    source = _NEWLINES.sub("\n", source)
+    text, offsets = _haystack(source)
+    hint = None
+    if hint_line is not None:
+        line_offset = sum(len(line) + 1 for line in source.split("\n")[: max(hint_line - 1, 0)])
+        # Offsets are not sorted (footnotes and tab labels move), so scan instead of bisecting.
+        hint = next((i for i, at in enumerate(offsets) if at >= line_offset), len(offsets))
+    hit = _search(text, quote, normalise(prefix)[0], normalise(suffix)[0], hint)
+    if hit is None or hit.end <= hit.start:
+        return None
+    span = offsets[hit.start : hit.end]
+    start, end = min(span), max(span) + 1
+    line_start = source.count("\n", 0, start) + 1
+    line_end = source.count("\n", 0, end - 1) + 1
+    return SourceMatch(
+        line_start=line_start,
+        line_end=line_end,
+        start=start,
+        end=end,
+        excerpt=_excerpt(source, line_start, line_end),
+        score=hit.score,
+    )
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+def _resolve_inside(project_dir: str | Path, rel_path: str) -> tuple[Path, str] | None:
+    """The file `rel_path` names inside `project_dir`, or None when it would leave the project.
+
+    Refuses absolute paths, `..` parts and symlinks that resolve outside (SPEC §5: no path outside
+    the project is ever read).
+    """
+    if not rel_path or "\0" in rel_path:
+        return None
+    parts = PurePath(rel_path)
+    if (
+        parts.is_absolute()
+        or parts.anchor
+        or rel_path.startswith(("/", "\\"))
+        or ".." in parts.parts
+    ):
+        return None
+    try:
+        root = Path(project_dir).resolve(strict=True)
+        target = (root / parts).resolve(strict=True)
+    except (OSError, RuntimeError):  # missing file, symlink loop
+        return None
+    if not target.is_relative_to(root) or not target.is_file():
+        return None
+    return target, target.relative_to(root).as_posix()
+
+
+def map_source(
+    project_dir: str | Path,
+    rel_path: str,
+    exact: str,
+    prefix: str = "",
+    suffix: str = "",
+    *,
+    hint_line: int | None = None,
+) -> dict[str, Any] | None:
+    """Locate a quote in the Markdown file `rel_path` of the project (SPEC §3 `source` plus `score`).
+
+    Returns `{"path", "lineStart", "lineEnd", "excerpt", "score"}`, or None when the quote is not in
+    the file (theme text, macros), the file is missing or too large, or the path leaves the project.
+    """
+    resolved = _resolve_inside(project_dir, rel_path)
+    if resolved is None:
+        return None
+    path, relative = resolved
+    try:
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            return None
+        # utf-8-sig drops a BOM; read_text's universal newlines keep line numbers for CRLF files.
+        source = path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError:
+        return None
+    match = locate_in_markdown(source, exact, prefix=prefix, suffix=suffix, hint_line=hint_line)
+    if match is None:
+        return None
+    return {
+        "path": relative,
+        "lineStart": match.line_start,
+        "lineEnd": match.line_end,
+        "excerpt": match.excerpt,
+        "score": match.score,
+    }

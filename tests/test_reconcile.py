@@ -1,0 +1,228 @@
+"""Lazy reconciliation: `source`, `anchorState` and `anchorScore` follow the Markdown on every read."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import annotate
+from annotate import sourcemap
+from annotate.store import Store
+
+PAGE = """\
+# Install
+
+Some introduction to the install page, which tells you what you need
+before you start.
+
+## With pip
+
+Run `pip install mkdocs-annotate` in a shell, then add the plugin to
+your **mkdocs.yml** file under `plugins:`.
+
+## With pipx
+
+Use pipx when you want the tool isolated from your other packages.
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "mkdocs.yml").write_text("site_name: Test\nnav:\n  - install.md\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "install.md").write_text(PAGE)
+    return tmp_path
+
+
+def touch_write(path: Path, text: str) -> None:
+    """Write and make sure the mtime differs from the previous one (coarse file systems)."""
+    before = path.stat().st_mtime if path.exists() else 0
+    path.write_text(text)
+    os.utime(path, (before + 5, before + 5))
+
+
+def quote(selected: str, prefix: str = "", suffix: str = "") -> dict:
+    return {
+        "pageUrl": "/install/",
+        "note": "Check this.",
+        "selectedText": selected,
+        "quote": {"exact": selected, "prefix": prefix, "suffix": suffix},
+    }
+
+
+def test_source_on_create(project: Path) -> None:
+    store = annotate.open(project)
+    # Rendered text: the browser shows no backticks and no asterisks.
+    a = store.add_annotation(
+        quote("Run pip install mkdocs-annotate in a shell, then add the plugin to your mkdocs.yml")
+    )
+    assert a.source is not None
+    assert (a.source.path, a.source.line_start, a.source.line_end) == ("docs/install.md", 8, 9)
+    assert "pip install mkdocs-annotate" in a.source.excerpt
+    assert a.anchor_state == "anchored"
+    assert a.anchor_score is not None and a.anchor_score >= 90
+
+
+def test_theme_text_has_no_source(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(quote("Made with Material for MkDocs"))
+    assert a.source is None
+    assert a.anchor_state == "anchored"
+    b = store.add_annotation({**quote("Install"), "pageUrl": "/nowhere/"})
+    assert b.source is None
+
+
+def test_lines_added_above_move_the_source(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    assert a.source.line_start == 13
+    page = project / "docs" / "install.md"
+    touch_write(page, "!!! note\n    New admonition.\n\n" + PAGE)
+    got = store.get_annotation(a.id)
+    assert (got.source.line_start, got.anchor_state) == (16, "anchored")
+    # list and get agree, and the change is in the feed for open pages.
+    assert store.list_annotations()[0].source == got.source
+    events, _ = store.changes(0)
+    assert ("anchor", a.id) in {(e["action"], e["id"]) for e in events}
+
+
+def test_small_edit_inside_the_quote_stays_anchored(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(
+        quote("Use pipx when you want the tool isolated from your other packages.")
+    )
+    page = project / "docs" / "install.md"
+    touch_write(page, PAGE.replace("tool isolated from", "tool kept apart from"))
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "anchored"
+    assert got.source.line_start == 13
+    assert got.anchor_score < 100
+
+
+def test_rewritten_text_is_stale_and_keeps_last_lines(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(
+        quote("Use pipx when you want the tool isolated from your other packages.")
+    )
+    page = project / "docs" / "install.md"
+    touch_write(page, PAGE.replace(
+        "Use pipx when you want the tool isolated from your other packages.",
+        "Homebrew users can run brew install for a system-wide copy instead.",
+    ))  # fmt: skip
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "stale"
+    assert got.source.line_start == 13  # where it was last seen
+    assert store.summary().anchor_states["stale"] == 1
+    assert [x.id for x in store.list_annotations(anchor_state="stale")] == [a.id]
+
+
+def test_replaced_text_reanchors(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(
+        quote("Use pipx when you want the tool isolated from your other packages.")
+    )
+    page = project / "docs" / "install.md"
+    new = "Prefer pipx: it installs the command in an environment of its own, away from your projects."
+    touch_write(
+        page,
+        PAGE.replace("Use pipx when you want the tool isolated from your other packages.", new),
+    )
+    assert store.get_annotation(a.id).anchor_state == "stale"
+    # The agent says what replaced the quote: found again at once, same mtime or not.
+    got = store.update_annotation_target(a.id, new)
+    assert (got.anchor_state, got.source.line_start) == ("anchored", 13)
+    done = store.address_annotation(a.id, replaced_text=new)
+    assert done.anchor_state == "anchored" and done.status == "addressed"
+
+
+def test_deleted_file_orphans(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    (project / "docs" / "install.md").unlink()
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "orphaned"
+    assert got.source.path == "docs/install.md"  # last known place, never dropped
+    assert [x.id for x in store.list_annotations()] == [a.id]
+
+
+def test_renamed_file_orphans(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    (project / "docs" / "install.md").rename(project / "docs" / "setup.md")
+    assert store.get_annotation(a.id).anchor_state == "orphaned"
+
+
+def test_page_now_built_from_another_file(project: Path) -> None:
+    store = annotate.open(project)
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    (project / "docs" / "install").mkdir()
+    (project / "docs" / "install.md").rename(project / "docs" / "install" / "index.md")
+    got = store.get_annotation(a.id)
+    assert (got.anchor_state, got.source.path) == ("anchored", "docs/install/index.md")
+
+
+def test_unchanged_files_cost_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = annotate.open(project)
+    for i in range(5):
+        store.add_annotation(quote("Use pipx when you want the tool isolated", suffix=str(i)))
+    calls: list[str] = []
+    real = sourcemap.locate_in_markdown
+    monkeypatch.setattr(
+        sourcemap, "locate_in_markdown", lambda *a, **k: calls.append("x") or real(*a, **k)
+    )
+    store.list_annotations()
+    store.summary()
+    store.export("markdown")
+    assert calls == []
+    touch_write(project / "docs" / "install.md", PAGE + "\nMore.\n")
+    store.list_annotations()
+    assert len(calls) == 5
+    store.list_annotations()
+    assert len(calls) == 5
+
+
+def test_registered_pages_win(project: Path) -> None:
+    (project / "docs" / "other.md").write_text(
+        "# Other\n\nUse pipx when you want the tool isolated.\n"
+    )
+    store = annotate.open(project)
+    store.register_pages({"/install/": "docs/other.md"})
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    assert (a.source.path, a.source.line_start) == ("docs/other.md", 3)
+
+
+def test_paths_outside_the_project_are_never_read(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "secret.md"
+    outside.write_text("Use pipx when you want the tool isolated\n")
+    store = annotate.open(project)
+    store.register_pages({"/a/": str(outside), "/b/": "../" + outside.name})
+    (project / "docs" / "link.md").symlink_to(outside)
+    store.register_pages({"/c/": "docs/link.md"})
+    for url in ("/a/", "/b/", "/c/"):
+        a = store.add_annotation(
+            {**quote("Use pipx when you want the tool isolated"), "pageUrl": url}
+        )
+        assert a.source is None, url
+
+
+def test_docs_dir_from_mkdocs_yml(tmp_path: Path) -> None:
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: X\ndocs_dir: 'content'  # ours\nmarkdown_extensions:\n"
+        "  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+    )
+    (tmp_path / "content" / "guide").mkdir(parents=True)
+    (tmp_path / "content" / "guide" / "index.md").write_text("# Guide\n\nRead this first.\n")
+    store = Store(tmp_path / ".annotate" / "annotations.db")
+    a = store.add_annotation({**quote("Read this first."), "pageUrl": "/guide/"})
+    assert (a.source.path, a.source.line_start) == ("content/guide/index.md", 3)
+
+
+def test_reconcile_all(project: Path) -> None:
+    store = annotate.open(project)
+    store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    assert store.reconcile() == 0
+    assert store.reconcile(force=True) == 1
