@@ -432,10 +432,19 @@ class Store:
         by_id = {r["id"]: r for r in rows}
         with self._tx(write=True) as conn:
             for id, values in updates.items():
-                # Another process may have deleted it meanwhile; an UPDATE of nothing is harmless.
-                self._update(conn, "annotations", id, values)
-                if reconcile.changed(by_id[id], values):
-                    self._record(conn, "annotation", id, "anchor", by_id[id]["page_url"])
+                row = by_id[id]
+                sets = ", ".join(f"{k} = ?" for k in values)
+                # Write only if the inputs of the plan are still current: another connection may
+                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
+                # its answer is the newer one.
+                cur = conn.execute(
+                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
+                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
+                    (*values.values(), id, row["replaced_text"], row["source_file"],
+                     row["source_mtime"], row["quote_exact"]),
+                )  # fmt: skip
+                if cur.rowcount and reconcile.changed(row, values):
+                    self._record(conn, "annotation", id, "anchor", row["page_url"])
         return True
 
     def _select(self, sql: str, params: Iterable[Any] = ()) -> list[Annotation]:
