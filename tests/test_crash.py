@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import annotate
 
 ROUNDS = 20
@@ -48,8 +46,6 @@ while True:
     n += 1
 """
 NEXT = {"open": "in_progress", "in_progress": "addressed", "addressed": "resolved"}
-
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
 
 
 def run_and_kill(db: Path, log: Path, delay: float) -> list[str]:
