@@ -35,7 +35,7 @@ ANCHOR_STATES: tuple[str, ...] = ("anchored", "stale", "orphaned")
 REVIEW_MODES: tuple[str, ...] = ("edit", "review")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Reply:
     id: str
     role: Role
@@ -53,7 +53,7 @@ class Reply:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TextQuote:
     """W3C TextQuoteSelector: the quote and 32 characters either side (SPEC §5)."""
 
@@ -65,7 +65,7 @@ class TextQuote:
         return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TextPosition:
     """W3C TextPositionSelector: offsets into the page's content text."""
 
@@ -76,7 +76,7 @@ class TextPosition:
         return {"start": self.start, "end": self.end}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ElementSelector:
     css_selector: str
     xpath: str = ""
@@ -96,7 +96,7 @@ class ElementSelector:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Source:
     """The Markdown file (relative to the project) and 1-based inclusive lines a note points at."""
 
@@ -121,7 +121,7 @@ class Source:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Annotation:
     id: str
     type: Literal["text", "element"]
@@ -177,7 +177,7 @@ class Annotation:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PageNote:
     """Feedback about a page as a whole; it has a status and replies like an annotation."""
 
@@ -213,7 +213,7 @@ class PageNote:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Review:
     """A batch sent with "Send to agent": the notes collected since the previous review."""
 
@@ -244,7 +244,7 @@ class Review:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Summary:
     """Counts for `annotate summary`: what is waiting, where."""
 

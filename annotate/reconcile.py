@@ -35,7 +35,9 @@ class Locator:
     """Reads each Markdown file at most once per reconciliation pass and remembers page paths."""
 
     project: Path
-    pages: Mapping[str, str] = field(default_factory=dict)
+    # Page URL -> registered Markdown path; asked only for notes without a file yet (or whose file
+    # is gone), so an ordinary read never touches the pages table.
+    registered: Callable[[str], str | None] = lambda url: None
     _files: dict[str, tuple[float, str] | None] = field(default_factory=dict)
     _mtimes: dict[str, float | None] = field(default_factory=dict)
     _resolved: dict[str, str | None] = field(default_factory=dict)
@@ -43,7 +45,7 @@ class Locator:
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
         if page_url not in self._resolved:
-            registered = self.pages.get(page_url)
+            registered = self.registered(page_url)
             if registered is not None and safe_path(self.project, registered) is not None:
                 self._resolved[page_url] = registered
             else:
