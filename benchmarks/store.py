@@ -48,7 +48,8 @@ BASELINE_RUNS = 200  # per operation, or fewer when they take longer than BASELI
 BASELINE_BUDGET_S = 5.0
 BASELINE_MIN_RUNS = 5
 # Issue #2's targets at 100k annotations (ms, on the p50).
-TARGETS = {"create": 2.0, "list": 5.0, "export": 2_000.0}
+# create: the store's own cost is the same-page row; a page not seen yet adds parsing its Markdown.
+TARGETS = {"create_same_page": 2.0, "create": 2.0, "list": 5.0, "export": 2_000.0}
 
 # Page text is made of these: common words and made-up ones, so quotes rarely repeat on a page.
 COMMON_WORDS = "the a of to and in is for with on that this by be as can you it are or from"
@@ -393,6 +394,12 @@ def bench_size(n: int, folder: Path) -> dict[str, Any]:
     ours["create"] = measure(
         lambda: created.append(store.add_annotation(new_annotation(rng, others))), RUNS["create"]
     )
+    # A reviewer writes several notes on the page they are reading: its Markdown is parsed once.
+    reading = others[0]
+    ours["create_same_page"] = measure(
+        lambda: created.append(store.add_annotation(new_annotation(rng, [reading]))),
+        RUNS["create"],
+    )
     ours["get"] = measure(lambda: store.get_annotation(rng.choice(ids)), RUNS["get"])
     ours["list"] = measure(lambda: store.list_annotations(page_url=busy), RUNS["list"])
     saves = iter(range(1, 1_000_000))
@@ -450,6 +457,7 @@ def bench_size(n: int, folder: Path) -> dict[str, Any]:
         "relocated": data["relocated"],
         "anchors": anchors,
         "located": sum(a.source is not None for a in created),
+        "created": len(created),
         "db_mb": db_bytes / 1e6,
         "json_mb": json_bytes / 1e6,
         "ours": ours,
@@ -458,7 +466,8 @@ def bench_size(n: int, folder: Path) -> dict[str, Any]:
 
 
 LABELS = {
-    "create": "create (add_annotation)",
+    "create": "create, each on another page",
+    "create_same_page": "create, on the page read",
     "get": "get (get_annotation)",
     "list": f"list one page ({BUSY_PAGE_ITEMS} items)",
     "list_edited": "  same, page just edited",
@@ -469,13 +478,13 @@ LABELS = {
 
 def table(results: list[dict[str, Any]]) -> str:
     head = (
-        f"{'size':>8}  {'operation':<26} {'runs':>5} {'p50 ms':>9} {'p99 ms':>9}  "
+        f"{'size':>8}  {'operation':<30} {'runs':>5} {'p50 ms':>9} {'p99 ms':>9}  "
         f"{'JSON runs':>9} {'JSON p50':>9} {'JSON p99':>9}  {'ours/JSON':>9}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
         for op, times in r["ours"].items():
-            line = f"{r['n']:>8,}  {LABELS[op]:<26} {len(times):>5} {p(times, 50):>9.3f} "
+            line = f"{r['n']:>8,}  {LABELS[op]:<30} {len(times):>5} {p(times, 50):>9.3f} "
             line += f"{p(times, 99):>9.3f}"
             base = r["base"].get(op)
             if base:
@@ -487,7 +496,7 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['pages']} pages",
             f"prefill: insert {r['insert_s']:.1f} s, reconcile {r['reconcile_s']:.1f} s "
             f"({r['relocated']} re-located)",
-            f"created notes found in their Markdown: {r['located']}/{len(r['ours']['create'])}",
+            f"created notes found in their Markdown: {r['located']}/{r['created']}",
             f"unresolved text notes: {anchors}",
             f"SQLite file {r['db_mb']:.1f} MB, JSON file {r['json_mb']:.1f} MB",
         ]
