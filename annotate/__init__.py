@@ -7,6 +7,7 @@
 'in_progress'
 """
 
+from .anchoring import Match, locate, locate_many
 from .errors import (
     AnnotateError,
     AnnotationNotFound,
@@ -48,6 +49,7 @@ __all__ = [
     "EmptyReply",
     "ImportFormatError",
     "InvalidTransition",
+    "Match",
     "NewerSchemaError",
     "NotATextAnnotation",
     "NotFoundError",
@@ -65,5 +67,7 @@ __all__ = [
     "TextPosition",
     "TextQuote",
     "ValidationError",
+    "locate",
+    "locate_many",
     "open",
 ]

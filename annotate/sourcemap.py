@@ -3,8 +3,9 @@
 The page is rendered by Python-Markdown, so no parser here reproduces its HTML exactly. Instead,
 `project_markdown` parses the file with markdown-it-py and builds the text a reader would see, keeping
 for every character its offset in the source; `normalise` then folds away what renderers change
-(typographic quotes and dashes, whitespace, case, permalink marks), and the quote is searched in that
-folded text. The answer is a best-effort line range: the quote itself is kept for re-anchoring.
+(typographic quotes and dashes, runs of whitespace, case, permalink marks), and the quote is found
+in that folded text by `anchoring.locate`, the same search that re-anchors quotes in pages. The
+answer is a best-effort line range: the quote itself is kept for re-anchoring.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import bisect
 import html
 import re
 import string
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
+from itertools import accumulate
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
@@ -25,7 +28,8 @@ from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
-from rapidfuzz import fuzz
+
+from .anchoring import locate
 
 __all__ = [
     "ProjectedText",
@@ -36,24 +40,12 @@ __all__ = [
     "project_markdown",
 ]
 
-# Below this similarity (0-100) an approximate match is "not found", never a guess: measured to reject
-# every deleted quote while keeping every correct anchor (notes/FACTS.md, "Fuzzy text anchoring").
-MIN_SIMILARITY = 75
-# A short quote shares most of its letters with unrelated text ("Made with Material for MkDocs" vs
-# "MkDocs, Material for MkDocs" is 76): below LONG_QUOTE characters, ask for more.
-MIN_SIMILARITY_SHORT = 85
-LONG_QUOTE = 40
-# Quotes shorter than this (after normalising) are only looked up exactly: fuzzy hits would be noise.
-MIN_FUZZY_LENGTH = 8
-# An exact hit chosen among identical ones that neither context nor hint tells apart.
-AMBIGUOUS_SCORE = 90
-# Ranking weights: the quote matters most, then prefix/suffix, then nearness to the hinted line.
-WEIGHT_QUOTE = 50
-WEIGHT_CONTEXT = 20
-WEIGHT_HINT = 2
-# Pieces of the prefix, suffix and quote looked up exactly to place approximate-search windows.
-ANCHOR_PIECE = 12
-MAX_EXACT_HITS = 200
+# Unlike a quote re-anchored in the page it was taken from, a quote looked up in Markdown may not
+# be there at all (theme text, macros). A short one resembles unrelated text too easily ("Made with
+# Material for MkDocs" vs "MkDocs, Material for MkDocs" scores 76), so approximate matches of
+# quotes shorter than SHORT_QUOTE characters need MIN_SHORT_QUOTE_SCORE.
+SHORT_QUOTE = 40
+MIN_SHORT_QUOTE_SCORE = 85
 MAX_EXCERPT_CHARS = 500
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
@@ -70,11 +62,12 @@ _ATTR_LIST = re.compile(
 )
 # Material content tabs (pymdownx.tabbed): `=== "Label"` with an indented body. Rewritten to an
 # admonition of the same line count, which markdown-it parses with the same nesting rules.
-_TAB_LINE = re.compile(r'^([ \t]*)===([+!]*)[ \t]+("[^"\n]*")[ \t]*$', re.MULTILINE)
+_TAB_LINE = re.compile(r'^([ \t]*)===([+!]*)[ \t]+("[^"\n]*")[ \t]*$')
 _TAB_TAG = "annotate-tab"
 _NEW_TAB_GROUP = "annotate-new-group"  # `===!` starts a new set of tabs
 # A table's delimiter row (`| --- | :-: |`); the `|` tells it from a rule or a setext underline.
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _NEWLINES = re.compile(r"\r\n?")
 _BACKTICKS = re.compile(r"`+")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\n]+)\]:", re.MULTILINE)
@@ -83,7 +76,7 @@ _FENCE_TITLE = re.compile(r'\btitle="([^"]*)"')
 # Characters the rendered page adds or changes and the source does not have (or the reverse).
 _DROPPED = frozenset("¶↩\u200b\u200c\u200d\u2060\ufeff\xad\ufe0e\ufe0f")
 _FOLDED = {
-    **dict.fromkeys("‘’‚‛′`´", "'"),
+    **dict.fromkeys("‘’‚‛′´", "'"),
     **dict.fromkeys("“”„‟″", '"'),
     **dict.fromkeys("‐‑‒–—―−", "-"),
     "…": ".",
@@ -126,14 +119,21 @@ class _Hit(NamedTuple):
 def normalise(text: str) -> tuple[str, list[int]]:
     """Fold `text` for matching and return it with, for each character, its index in `text`.
 
-    Whitespace and permalink/backref marks are dropped, curly quotes become straight ones, dashes and
-    ellipses collapse (smarty writes `--` as – and `...` as …), and case is folded (`!!! note`
+    Whitespace runs become one space, permalink/backref marks are dropped, curly quotes become
+    straight ones, dashes and ellipses collapse (smarty writes `--` as – and `...` as …), and case is folded (`!!! note`
     renders the title "Note").
     """
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
-        if ch in _DROPPED or ch.isspace():
+        if ch in _DROPPED:
+            continue
+        if ch.isspace():
+            # One space per run, kept: the search weighs words, and a line break in the rendered
+            # text is any whitespace (or none) in the source.
+            if not out or out[-1] != " ":
+                out.append(" ")
+                index.append(i)
             continue
         folded = _FOLDED.get(ch, ch)
         if folded in _RUNS and out and out[-1] == folded:
@@ -316,7 +316,7 @@ class _Projector:
                 self.emit("\n", [self._here()])
             elif kind == "footnote_ref":
                 self._footnote_ref(child)
-            # images show no text (alt is an attribute); html_inline is markup; the rest is markup.
+            # Images show no text (alt is an attribute); the other children are markup.
         self.end_block()
 
     def _text(self, content: str) -> None:
@@ -344,10 +344,9 @@ class _Projector:
         assert token.map is not None
         first = token.map[0] + (1 if token.type == "fence" else 0)
         if token.type == "fence" and (m := _FENCE_TITLE.search(token.info)):
-            # superfences `title="file.py"` is shown above the code block.
+            # superfences `title="file.py"` is shown above the code, with no whitespace between.
             self.enter(token.map[0], token.map[0] + 1)
             self.emit_text(m.group(1))
-            self.end_block()
         self.enter(first, max(token.map[1], first + 1))
         for line in token.content.split("\n"):
             if line:
@@ -363,6 +362,8 @@ class _Projector:
         for part in parser.parts:
             if part.strip():
                 self.emit_text(part)
+            else:  # the line breaks between tags: whitespace on the page too
+                self.end_block()
         self.end_block()
 
     def walk(self, tokens: list[Token]) -> None:
@@ -403,8 +404,13 @@ class _Projector:
             self._reorder(footnotes[0][1], [(s, e) for _, s, e in sorted(footnotes)])
 
     def _labels_first(self, tabs: list[tuple[int, int, int]]) -> None:
-        """Material shows a set of tabs as all labels, then all bodies (`alternate_style`)."""
-        labels = [(start, end) for start, end, _ in tabs]
+        """Material shows a set of tabs as all labels, then all bodies (`alternate_style`).
+
+        The labels touch (`<label>pip</label><label>uv</label>`): drop the line break after each.
+        """
+        labels = [(start, end - (self.chars[end - 1] == "\n")) for start, end, _ in tabs[:-1]]
+        last_start, last_end, _ = tabs[-1]
+        labels.append((last_start, last_end))
         bodies = [(end, body_end) for _, end, body_end in tabs]
         self._reorder(tabs[0][0], labels + bodies)
 
@@ -453,12 +459,24 @@ def _escape_code_pipes(line: str) -> str:
 def _for_parsing(source: str) -> str:
     """`source` rewritten where markdown-it would read it unlike Python-Markdown, line for line.
 
-    Token line maps of the result stay valid for `source`, against which text is aligned.
+    Token line maps of the result stay valid for `source`, against which text is aligned. Fenced
+    code is left alone: docs that teach Markdown show tab and table syntax there.
     """
-    lines = _TAB_LINE.sub(_tab_as_admonition, source).split("\n")
+    lines = source.split("\n")
+    fence = ""  # the marker of the open code fence
     in_table = False
     for n, line in enumerate(lines):
-        if not line.strip():
+        marker = _FENCE.match(line)
+        if fence:
+            closing = marker and marker.group(1)
+            if closing and closing[0] == fence[0] and len(closing) >= len(fence):
+                fence = "" if not line[marker.end() :].strip() else fence
+            continue
+        if marker:
+            fence, in_table = marker.group(1), False
+        elif tab := _TAB_LINE.match(line):
+            lines[n] = _tab_as_admonition(tab)
+        elif not line.strip():
             in_table = False
         elif "|" in line and n > 0 and _TABLE_DELIMITER.match(line) and "|" in lines[n - 1]:
             lines[n - 1] = _escape_code_pipes(lines[n - 1])
@@ -468,7 +486,7 @@ def _for_parsing(source: str) -> str:
     return "\n".join(lines)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=8)
 def project_markdown(source: str) -> ProjectedText:
     """The text a rendered page shows for Markdown `source`, each character mapped to its offset.
 
@@ -481,120 +499,47 @@ def project_markdown(source: str) -> ProjectedText:
     return ProjectedText(source, "".join(projector.chars), tuple(projector.offsets))
 
 
-@lru_cache(maxsize=32)
-def _haystack(source: str) -> tuple[str, tuple[int, ...]]:
-    """The normalised projection of `source` and the source offset of each of its characters."""
+# -- searching ----------------------------------------------------------------------------------
+
+
+class _Haystack(NamedTuple):
+    """The normalised projection of a source, where to find it, and what answers line hints fast."""
+
+    text: str
+    offsets: array[int]  # the source offset of each character of `text`
+    reach: array[int]  # reach[i] = max(offsets[: i + 1]): non-decreasing, so bisectable
+    line_starts: list[int]  # source offset of each line's first character
+
+    def index_of_line(self, line: int) -> int:
+        """The first character of `text` that comes from line `line` (1-based) or later.
+
+        Offsets are not sorted (footnotes and tab labels move), but the first index whose offset
+        reaches a value is also the first whose running maximum does.
+        """
+        at = self.line_starts[min(max(line, 1), len(self.line_starts)) - 1]
+        return bisect.bisect_left(self.reach, at)
+
+
+# Keyed by the whole source text: a page edited and saved is a new key. 128 pages of ~30 kB cost
+# ~30 MB; the compact arrays keep that far below a tuple of int objects.
+@lru_cache(maxsize=128)
+def _haystack(source: str) -> _Haystack:
     projected = project_markdown(source)
     text, index = normalise(projected.text)
-    return text, tuple(projected.offsets[i] for i in index)
-
-
-# -- searching ---------------------------------------------------------------------------------
-
-
-def _similarity(a: str, b: str) -> float:
-    return fuzz.ratio(a, b) / 100 if a and b else 0.0
-
-
-def _context(text: str, start: int, end: int, prefix: str, suffix: str) -> float:
-    """How well the text around [start, end) agrees with the quote's prefix and suffix (0-1)."""
-    parts = []
-    if prefix:
-        parts.append(_similarity(text[max(0, start - len(prefix)) : start], prefix))
-    if suffix:
-        parts.append(_similarity(text[end : end + len(suffix)], suffix))
-    return sum(parts) / len(parts) if parts else 0.0
-
-
-def _nearness(text: str, start: int, hint: int | None) -> float:
-    return 0.0 if hint is None or not text else -abs(start - hint) / len(text)
-
-
-def _find_all(text: str, needle: str) -> list[int]:
-    hits: list[int] = []
-    at = text.find(needle)
-    while at >= 0 and len(hits) < MAX_EXACT_HITS:
-        hits.append(at)
-        at = text.find(needle, at + 1)
-    return hits
-
-
-def _exact(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
-    hits = _find_all(text, quote)
-    if not hits:
-        return None
-    ranked = sorted(
-        (
-            WEIGHT_CONTEXT * _context(text, at, at + len(quote), prefix, suffix)
-            + WEIGHT_HINT * _nearness(text, at, hint),
-            -at,
-        )
-        for at in hits
-    )
-    best = ranked[-1]
-    clear = len(ranked) == 1 or best[0] > ranked[-2][0]
-    return _Hit(-best[1], -best[1] + len(quote), 100 if clear else AMBIGUOUS_SCORE)
-
-
-def _windows(text: str, quote: str, prefix: str, suffix: str) -> set[tuple[int, int]]:
-    """Places worth an approximate alignment: around exact hits of context and quote pieces."""
-    span = len(quote) + len(quote) // 4 + ANCHOR_PIECE
-    windows: set[tuple[int, int]] = set()
-    if len(prefix) >= ANCHOR_PIECE:
-        for at in _find_all(text, prefix[-ANCHOR_PIECE:]):
-            windows.add((at + ANCHOR_PIECE, at + ANCHOR_PIECE + span))
-    if len(suffix) >= ANCHOR_PIECE:
-        for at in _find_all(text, suffix[:ANCHOR_PIECE]):
-            windows.add((at - span, at))
-    if len(quote) >= 2 * ANCHOR_PIECE:
-        for offset in (0, (len(quote) - ANCHOR_PIECE) // 2, len(quote) - ANCHOR_PIECE):
-            for at in _find_all(text, quote[offset : offset + ANCHOR_PIECE]):
-                windows.add((at - offset - span // 2, at - offset + span))
-    return windows
-
-
-def _approximate(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
-    if len(quote) < MIN_FUZZY_LENGTH or not text:
-        return None
-    cutoff = MIN_SIMILARITY if len(quote) >= LONG_QUOTE else MIN_SIMILARITY_SHORT
-    if len(quote) >= len(text):
-        similarity = fuzz.ratio(quote, text)
-        return _Hit(0, len(text), round(similarity)) if similarity >= cutoff else None
-    candidates: dict[tuple[int, int], float] = {}
-    best = fuzz.partial_ratio_alignment(quote, text, score_cutoff=cutoff)
-    if best is not None:
-        candidates[best.dest_start, best.dest_end] = best.score
-    for start, end in _windows(text, quote, prefix, suffix):
-        start, end = max(0, start), min(len(text), end)
-        if end - start < len(quote):
-            start, end = max(0, end - len(quote)), min(len(text), start + len(quote))
-        found = fuzz.partial_ratio_alignment(quote, text[start:end], score_cutoff=cutoff)
-        if found is not None:
-            key = (start + found.dest_start, start + found.dest_end)
-            candidates[key] = max(candidates.get(key, 0.0), found.score)
-    if not candidates:
-        return None
-
-    def rank(item: tuple[tuple[int, int], float]) -> float:
-        (start, end), score = item
-        return (
-            WEIGHT_QUOTE * score / 100
-            + WEIGHT_CONTEXT * _context(text, start, end, prefix, suffix)
-            + WEIGHT_HINT * _nearness(text, start, hint)
-        )
-
-    (start, end), score = max(candidates.items(), key=rank)
-    return _Hit(start, end, round(score))
+    offsets = array("q", [projected.offsets[i] for i in index])
+    line_starts = [0, *(m.end() for m in re.finditer("\n", source))]
+    return _Haystack(text, offsets, array("q", accumulate(offsets, max)), line_starts)
 
 
 def _search(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
-    """Find `quote` in `text` (both normalised): exact hits first, then approximate, else None.
+    """Find `quote` in `text` (both normalised): the one re-anchoring algorithm of SPEC §5.
 
-    The single seam to `annotate.anchoring.locate` (same contract, SPEC §5) once that exists.
+    `anchoring.locate` ranks exact hits by context and nearness to the hint, then tries
+    approximate matches, and answers None below its similarity threshold rather than guess.
     """
-    return _exact(text, quote, prefix, suffix, hint) or _approximate(
-        text, quote, prefix, suffix, hint
-    )
+    end = None if hint is None else hint + len(quote)
+    match = locate(text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
+    return None if match is None else _Hit(match.start, match.end, round(match.score))
 
 
 def _excerpt(source: str, line_start: int, line_end: int) -> str:
@@ -618,18 +563,23 @@ def locate_in_markdown(
     `prefix`/`suffix` (the text shown before and after it) break ties between repeated text;
     `hint_line` (1-based) prefers the occurrence nearest to where the quote was last seen.
     """
-    quote, _ = normalise(exact)
+    quote, before, after = (normalise(part)[0] for part in (exact, prefix, suffix))
+    # Whitespace at the quote's edges belongs to its context, where the search looks for it.
+    if quote.startswith(" "):
+        before = before.rstrip() + " "
+    if quote.endswith(" "):
+        after = " " + after.lstrip()
+    quote = quote.strip()
     if not quote:
         return None
     source = _NEWLINES.sub("\n", source)
-    text, offsets = _haystack(source)
-    hint = None
-    if hint_line is not None:
-        line_offset = sum(len(line) + 1 for line in source.split("\n")[: max(hint_line - 1, 0)])
-        # Offsets are not sorted (footnotes and tab labels move), so scan instead of bisecting.
-        hint = next((i for i, at in enumerate(offsets) if at >= line_offset), len(offsets))
-    hit = _search(text, quote, normalise(prefix)[0], normalise(suffix)[0], hint)
+    haystack = _haystack(source)
+    text, offsets = haystack.text, haystack.offsets
+    hint = None if hint_line is None else haystack.index_of_line(hint_line)
+    hit = _search(text, quote, before, after, hint)
     if hit is None or hit.end <= hit.start:
+        return None
+    if hit.score < 100 and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
         return None
     span = offsets[hit.start : hit.end]
     start, end = min(span), max(span) + 1

@@ -1,0 +1,234 @@
+"""Properties of re-anchoring on random documents and random edits (annotate.anchoring)."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from annotate.anchoring import TextIndex, _search, _word_pairs, build_selector, locate
+
+# Pseudo-words, so that a passage of a few words is (almost surely) unique in a document.
+_rng = random.Random(7)
+VOCABULARY = sorted(
+    {
+        "".join(_rng.choice("bcdfghklmnprstvz") + _rng.choice("aeiou") for _ in range(n))
+        for n in (_rng.randint(1, 4) for _ in range(800))
+    }
+)
+SEPARATORS = (" ", " ", " ", " ", " ", "\n", ". ", ", ")
+TOLERANCE = 10
+SETTINGS = settings(max_examples=150, deadline=None)
+
+Token = list[str]  # [word, separator after it]
+
+
+@st.composite
+def documents(draw: st.DrawFn, min_words: int = 60, max_words: int = 160) -> list[Token]:
+    n = draw(st.integers(min_words, max_words))
+    # Distinct words: a passage occurs once (repeated passages have their own tests).
+    words = draw(st.lists(st.sampled_from(VOCABULARY), min_size=n, max_size=n, unique=True))
+    separators = draw(st.lists(st.sampled_from(SEPARATORS), min_size=n, max_size=n))
+    return [[word, separator] for word, separator in zip(words, separators, strict=True)]
+
+
+def render(tokens: list[Token]) -> tuple[str, list[int]]:
+    """The text and the offset of each token's word."""
+    offsets, at = [], 0
+    for word, separator in tokens:
+        offsets.append(at)
+        at += len(word) + len(separator)
+    return "".join(word + separator for word, separator in tokens), offsets
+
+
+def span(tokens: list[Token], first: int, last: int) -> tuple[int, int]:
+    """Characters from the start of token `first` to the end of the word of token `last`."""
+    _, offsets = render(tokens)
+    return offsets[first], offsets[last] + len(tokens[last][0])
+
+
+@st.composite
+def quoted(draw: st.DrawFn, min_words: int, max_words: int) -> tuple[list[Token], int, int]:
+    """A document and the first and last token of a quote in it, a context's length from the
+    document's ends."""
+    length = draw(st.integers(min_words, max_words))
+    tokens = draw(documents(min_words=length + 30, max_words=length + 120))
+    first = draw(st.integers(12, len(tokens) - length - 12))
+    return tokens, first, first + length - 1
+
+
+def near(found: tuple[int, int] | None, expected: tuple[int, int]) -> bool:
+    return found is not None and all(
+        abs(a - b) <= TOLERANCE for a, b in zip(found, expected, strict=True)
+    )
+
+
+# -- Edits away from the quote ----------------------------------------------------------------------
+
+edits_outside = st.lists(
+    st.tuples(
+        st.sampled_from(("insert", "delete", "replace", "reflow", "paragraph")),
+        st.floats(0, 1, exclude_max=True),
+        st.sampled_from(VOCABULARY),
+    ),
+    max_size=12,
+)
+
+
+@SETTINGS
+@given(quoted(2, 20), edits_outside)
+def test_edits_away_from_the_quote_keep_it_exactly(
+    case: tuple[list[Token], int, int], edits: list[tuple[str, float, str]]
+) -> None:
+    tokens, first, last = case
+    text, _ = render(tokens)
+    selector = build_selector(text, *span(tokens, first, last))
+    tokens = [[*token, "quote" if first <= i <= last else ""] for i, token in enumerate(tokens)]
+    for kind, where, word in edits:
+        # Only tokens 12 or more away: the quote and its 32 characters of context stay.
+        quote_at = next(i for i, token in enumerate(tokens) if token[2])
+        quote_end = max(i for i, token in enumerate(tokens) if token[2])
+        allowed = [i for i in range(len(tokens) + 1) if i <= quote_at - 12 or i >= quote_end + 13]
+        at = allowed[int(where * len(allowed))]
+        if kind == "reflow":  # whitespace may change anywhere, the quote included
+            at = min(int(where * len(tokens)), len(tokens) - 1)
+            tokens[at][1] = {" ": "\n", "\n": " "}.get(tokens[at][1], tokens[at][1])
+        elif kind == "insert":
+            tokens.insert(at, [word, " ", ""])
+        elif kind == "paragraph":
+            tokens[at:at] = [[w, " ", ""] for w in VOCABULARY[: 1 + len(word)]] + [["", "\n", ""]]
+        elif at < len(tokens) and kind == "delete":
+            del tokens[at]
+        elif at < len(tokens):
+            tokens[at][0] = word
+    quote_at = next(i for i, token in enumerate(tokens) if token[2])
+    quote_end = max(i for i, token in enumerate(tokens) if token[2])
+    new = [token[:2] for token in tokens]
+    match = locate(render(new)[0], **selector)
+    assert match is not None
+    assert (match.start, match.end) == span(new, quote_at, quote_end)
+    assert match.score == 100.0
+
+
+# -- Deleted quotes ---------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(quoted(4, 30), st.integers(0, 6), st.integers(0, 6))
+def test_deleted_quote_is_not_found(
+    case: tuple[list[Token], int, int], before: int, after: int
+) -> None:
+    tokens, first, last = case
+    text, _ = render(tokens)
+    selector = build_selector(text, *span(tokens, first, last))
+    # The quote goes, with up to a few words of its context.
+    new, _ = render(tokens[: first - before] + tokens[last + 1 + after :])
+    assume(" ".join(selector["exact"].split()) not in " ".join(new.split()))
+    assert locate(new, **selector) is None
+
+
+# -- Small edits inside the quote -------------------------------------------------------------------
+
+edits_inside = st.lists(
+    st.tuples(
+        st.sampled_from(("insert", "delete", "replace")),
+        st.floats(0, 1, exclude_max=True),
+        st.sampled_from(VOCABULARY),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@SETTINGS
+@given(quoted(8, 60), edits_inside)
+def test_small_edits_inside_the_quote_keep_both_ends_close(
+    case: tuple[list[Token], int, int], edits: list[tuple[str, float, str]]
+) -> None:
+    tokens, first, last = case
+    text, _ = render(tokens)
+    start, end = span(tokens, first, last)
+    selector = build_selector(text, start, end)
+    budget = 0.10 * (end - start)
+    # Third field: is the token part of the quote? A replaced word or one inserted between two
+    # of its words is. (Whether a word inserted at its very edge is, nobody can say.)
+    tokens = [[*token, first <= i <= last] for i, token in enumerate(tokens)]
+    changed = 0
+    for kind, where, word in edits:
+        inside = [i for i, token in enumerate(tokens) if token[2]]
+        if len(inside) < 2:
+            break
+        at = inside[int(where * len(inside))]
+        if kind == "insert" and at == inside[0]:
+            at = inside[1]
+        old = tokens[at][0]
+        cost = {
+            "insert": len(word) + 1,
+            "delete": len(old) + len(tokens[at][1]),
+            "replace": max(len(old), len(word)),
+        }[kind]
+        if changed + cost > budget:
+            continue
+        changed += cost
+        if kind == "insert":
+            tokens.insert(at, [word, " ", True])
+        elif kind == "delete":
+            del tokens[at]
+        else:
+            tokens[at][0] = word
+    assume(changed > 0)
+    inside = [i for i, token in enumerate(tokens) if token[2]]
+    new = [token[:2] for token in tokens]
+    match = locate(render(new)[0], **selector)
+    assert match is not None
+    assert near((match.start, match.end), span(new, inside[0], inside[-1]))
+
+
+# -- Building blocks --------------------------------------------------------------------------------
+
+
+def edit_distances(pattern: str, text: str) -> list[int]:
+    """For each end j in text, the fewest edits turning pattern into some text[i:j]."""
+    row = list(range(len(pattern) + 1))  # column j = 0: the whole pattern deleted
+    ends = [row[-1]]
+    for char in text:
+        new = [0]  # a match may start anywhere
+        for i, p in enumerate(pattern, 1):
+            new.append(min(row[i] + 1, new[i - 1] + 1, row[i - 1] + (p != char)))
+        row = new
+        ends.append(row[-1])
+    return ends
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text("abc ", min_size=1, max_size=20), st.text("abc ", min_size=1, max_size=40), st.data()
+)
+def test_bit_parallel_search_agrees_with_the_textbook_algorithm(
+    pattern: str, text: str, data: st.DataObject
+) -> None:
+    target = data.draw(st.integers(0, len(text)))
+    errors, end = _search(pattern, text, target)
+    distances = edit_distances(pattern, text)[1:]  # ends after at least one character
+    assert errors == min(distances)
+    nearest = min(abs(j - target) for j, d in enumerate(distances, 1) if d == errors)
+    assert distances[end - 1] == errors and abs(end - target) == nearest
+
+
+@SETTINGS
+@given(documents(), st.data())
+def test_text_index_scans_and_full_index_agree(tokens: list[Token], data: st.DataObject) -> None:
+    text, _ = render(tokens)
+    pairs = _word_pairs(text)
+    keys = data.draw(st.lists(st.sampled_from([key for key, _ in pairs]), min_size=1, max_size=8))
+    keys.append(12345)  # not in the text
+    scanned = TextIndex(text).lookup(keys)
+    indexed = TextIndex(text).build().lookup(keys)
+    assert scanned == indexed
+    assert 12345 not in scanned
+    folded = TextIndex(text).folded
+    for starts in scanned.values():
+        assert starts == sorted(starts)
+        for start in starts:
+            assert start == 0 or folded[start - 1] == " "
