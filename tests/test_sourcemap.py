@@ -707,3 +707,53 @@ def test_symlinks_out_of_the_project_are_refused(project_with_neighbours: Path) 
     alias = map_source(project, "docs/alias.md", "Public text.")
     assert alias is not None and alias["path"] == "docs/page.md"
     assert map_source(project, "docs/page.md", "Public text.") is not None
+
+
+# -- the project's own docs/, as issue #3 asks -----------------------------------------------------
+
+PROJECT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def project_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("project-site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", "mkdocs.yml", "-d", str(out)],
+        cwd=PROJECT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def test_quotes_from_the_projects_own_docs_map_to_their_lines(project_site: Path) -> None:
+    hits, misses = 0, []
+    for path in sorted((PROJECT / "docs").rglob("*.md")):
+        page = path.relative_to(PROJECT / "docs").as_posix()
+        parts = rendered_parts(project_site, page)
+        text = "".join(parts)
+        bounds = {0}
+        for part in parts:
+            bounds.add(max(bounds) + len(part))
+        source = path.read_text(encoding="utf-8")
+        lines = source.split("\n")
+        for start in range(0, len(text) - 30, 11):
+            end = min(start + 60, len(text))
+            quote = text[start:end]
+            if len(re.sub(r"\s", "", quote)) < 40:
+                continue
+            cuts = sorted({start, end, *(b for b in bounds if start < b < end)})
+            words = [w for a, b in itertools.pairwise(cuts) for w in _words(text[a:b])]
+            match = locate_in_markdown(
+                source, quote, prefix=text[max(0, start - 32) : start], suffix=text[end : end + 32]
+            )
+            if match and maps_correctly(quote, words, lines, match.line_start, match.line_end):
+                hits += 1
+            else:
+                misses.append((page, quote, match and (match.line_start, match.line_end)))
+    total = hits + len(misses)
+    print(f"\nsource mapping on docs/: {hits}/{total} = {hits / total:.2%}")
+    assert total > 500
+    assert hits / total >= TARGET_HIT_RATE, misses[:20]
