@@ -584,21 +584,22 @@ def theme_heading_length(parts: list[str], source: str) -> int:
     return text.index(title.group(1)) + len(title.group(1))
 
 
-@pytest.mark.parametrize("length", [12, 25, 60, 150])
-def test_quotes_from_the_rendered_site_map_to_the_lines_that_hold_them(
-    site: Path, length: int
-) -> None:
+def mapping_results(
+    site: Path, pages: dict[str, str], length: int, step: int, skip_theme: bool = True
+) -> tuple[int, list[tuple[str, str, tuple[int, int] | None]]]:
+    """Cut quotes of `length` characters every `step` from each rendered page, map them back to
+    the page's Markdown, and count the ones that land on the lines that hold them."""
     hits, misses = 0, []
-    for page in PAGES:
+    for page, source in pages.items():
         parts = rendered_parts(site, page)
         text = "".join(parts)
         # Words never straddle two text nodes (`mkdocs.yml` title + code on one line).
         bounds = {0}
         for part in parts:
             bounds.add(max(bounds) + len(part))
-        source = read(page)
         lines = source.split("\n")
-        for start in range(theme_heading_length(parts, source), len(text) - length // 2, 7):
+        first = theme_heading_length(parts, source) if skip_theme else 0
+        for start in range(first, len(text) - length // 2, step):
             end = min(start + length, len(text))
             quote = text[start:end]
             if len(re.sub(r"\s", "", quote)) < min(20, length * 2 // 3):
@@ -612,6 +613,14 @@ def test_quotes_from_the_rendered_site_map_to_the_lines_that_hold_them(
                 hits += 1
             else:
                 misses.append((page, quote, match and (match.line_start, match.line_end)))
+    return hits, misses
+
+
+@pytest.mark.parametrize("length", [12, 25, 60, 150])
+def test_quotes_from_the_rendered_site_map_to_the_lines_that_hold_them(
+    site: Path, length: int
+) -> None:
+    hits, misses = mapping_results(site, {page: read(page) for page in PAGES}, length, 7)
     total = hits + len(misses)
     rate = hits / total
     print(f"\nsource mapping, {length}-character quotes: {hits}/{total} = {rate:.2%}")
@@ -729,30 +738,11 @@ def project_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_quotes_from_the_projects_own_docs_map_to_their_lines(project_site: Path) -> None:
-    hits, misses = 0, []
-    for path in sorted((PROJECT / "docs").rglob("*.md")):
-        page = path.relative_to(PROJECT / "docs").as_posix()
-        parts = rendered_parts(project_site, page)
-        text = "".join(parts)
-        bounds = {0}
-        for part in parts:
-            bounds.add(max(bounds) + len(part))
-        source = path.read_text(encoding="utf-8")
-        lines = source.split("\n")
-        for start in range(0, len(text) - 30, 11):
-            end = min(start + 60, len(text))
-            quote = text[start:end]
-            if len(re.sub(r"\s", "", quote)) < 40:
-                continue
-            cuts = sorted({start, end, *(b for b in bounds if start < b < end)})
-            words = [w for a, b in itertools.pairwise(cuts) for w in _words(text[a:b])]
-            match = locate_in_markdown(
-                source, quote, prefix=text[max(0, start - 32) : start], suffix=text[end : end + 32]
-            )
-            if match and maps_correctly(quote, words, lines, match.line_start, match.line_end):
-                hits += 1
-            else:
-                misses.append((page, quote, match and (match.line_start, match.line_end)))
+    docs = PROJECT / "docs"
+    pages = {
+        p.relative_to(docs).as_posix(): p.read_text(encoding="utf-8") for p in docs.rglob("*.md")
+    }
+    hits, misses = mapping_results(project_site, pages, 60, 11, skip_theme=False)
     total = hits + len(misses)
     print(f"\nsource mapping on docs/: {hits}/{total} = {hits / total:.2%}")
     assert total > 500
