@@ -428,14 +428,14 @@ class Store:
         ).fetchone()
         return row[0] if row else None
 
-    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> bool:
-        """Re-locate the rows whose Markdown changed; True when something was written."""
+    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
+        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
         rows = [r for r in rows if r["type"] == "text"]
         if not rows:
-            return False
+            return 0
         updates = reconcile.plan(rows, self._locator(), force=force)
         if not updates:
-            return False
+            return 0
         by_id = {r["id"]: r for r in rows}
         with self._tx(write=True) as conn:
             for id, values in updates.items():
@@ -452,7 +452,7 @@ class Store:
                 )  # fmt: skip
                 if cur.rowcount and reconcile.changed(row, values):
                     self._record(conn, "annotation", id, "anchor", row["page_url"])
-        return True
+        return len(updates)
 
     def _select(self, sql: str, params: Iterable[Any] = ()) -> list[Annotation]:
         """Annotations from a query, reconciled with the Markdown files first."""
@@ -470,10 +470,7 @@ class Store:
         """Check every annotation against its Markdown file now; return how many were updated."""
         with self._tx(write=False) as conn:
             rows = _query(conn, "SELECT * FROM annotations WHERE type = 'text'")
-        updates = reconcile.plan(rows, self._locator(), force=force)
-        if updates:
-            self._reconcile(rows, force=force)
-        return len(updates)
+        return self._reconcile(rows, force=force)
 
     def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
         """Change the reviewer's note, intent, suggestion or page title."""
