@@ -454,6 +454,33 @@ class Store:
                     self._record(conn, "annotation", id, "anchor", row["page_url"])
         return len(updates)
 
+    def _reconcile_where(self, where: str) -> int:
+        """Reconcile the text annotations matching `where`, reading only those whose file changed.
+
+        One grouped query gives each file and the mtime recorded for it; a file whose mtime on disk
+        is the recorded one needs nothing, so a whole-store read costs a `stat` per file instead of
+        Python work per annotation.
+        """
+        locator = self._locator()
+        cond = f"type = 'text' AND ({where})"
+        with self._tx(write=False) as conn:
+            groups = conn.execute(
+                f"SELECT source_file, source_mtime FROM annotations WHERE {cond} "
+                "GROUP BY source_file, source_mtime"
+            ).fetchall()
+            changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
+            if not changed:
+                return 0
+            files = sorted(f for f in changed if f is not None)
+            marks = ",".join("?" * len(files))
+            nulls = "source_file IS NULL" if None in changed else "0"
+            rows = _query(
+                conn,
+                f"SELECT * FROM annotations WHERE {cond} AND (source_file IN ({marks}) OR {nulls})",
+                files,
+            )
+        return self._reconcile(rows)
+
     def _select(self, sql: str, params: Iterable[Any] = ()) -> list[Annotation]:
         """Annotations from a query, reconciled with the Markdown files first."""
         params = list(params)
@@ -800,29 +827,22 @@ class Store:
     ) -> tuple[list[Annotation], list[PageNote]]:
         """Every annotation and page note, read in one snapshot (for exports)."""
         where = "" if include_resolved else " WHERE status != 'resolved'"
-
-        def read() -> tuple[list[Row], list[Annotation], list[PageNote]]:
-            with self._tx(write=False) as conn:
-                replies = self._all_replies(conn)
-                rows = _query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
-                notes = [
-                    _page_note(r, tuple(replies.get(r["id"], ())))
-                    for r in _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
-                ]
-            return rows, [_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows], notes
-
-        rows, annotations, notes = read()
-        if self._reconcile(rows):
-            rows, annotations, notes = read()
+        self._reconcile_where("1" if include_resolved else "status != 'resolved'")
+        with self._tx(write=False) as conn:
+            replies = self._all_replies(conn)
+            annotations = [
+                _annotation(r, tuple(replies.get(r["id"], ())))
+                for r in _query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
+            ]
+            notes = [
+                _page_note(r, tuple(replies.get(r["id"], ())))
+                for r in _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+            ]
         return annotations, notes
 
     def summary(self) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
-        with self._tx(write=False) as conn:
-            rows = _query(
-                conn, "SELECT * FROM annotations WHERE type = 'text' AND status != 'resolved'"
-            )
-        self._reconcile(rows)
+        self._reconcile_where("status != 'resolved'")
         with self._tx(write=False) as conn:
 
             def counts(sql: str) -> dict[str, int]:
