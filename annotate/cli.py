@@ -401,6 +401,64 @@ def purge(ctx: Ctx, resolved: bool) -> None:
     ctx.emit({"purged": n}, lambda: f"Purged {n} resolved item{'' if n == 1 else 's'}")
 
 
+@cli.command("serve")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on (0: any free port).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; loopback unless you choose otherwise.",
+)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="Project folder (the folder of mkdocs.yml).",
+)
+@click.option("--read-only", is_flag=True, help="Serve the review without accepting changes.")
+def serve(directory: Path, port: int, host: str, project: str, read_only: bool) -> None:
+    """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
+    from .web.server import serve as run
+
+    def echo(line: str) -> None:
+        click.echo(line)
+        sys.stdout.flush()
+
+    try:
+        run(directory, project=project, host=host, port=port, read_only=read_only, echo=echo)
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+
+
+@cli.command("token")
+@click.option("--rotate", is_flag=True, help="Replace the token (open pages must be reloaded).")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="Project folder (the folder of mkdocs.yml).",
+)
+def token(rotate: bool, project: str) -> None:
+    """Print the project's API token (X-Annotate-Token), creating it when missing."""
+    from . import tokens
+
+    if not Path(project).is_dir():
+        raise SystemExit(_fail(f"Project folder {project!r} does not exist"))
+    try:
+        click.echo(tokens.rotate_token(project) if rotate else tokens.read_token(project))
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="annotate")

@@ -1,0 +1,516 @@
+"""The Starlette app: the REST API of SPEC §6 under `/__annotate/api/`, the review page, the overlay
+files and, for `annotate serve`, a static site with the overlay injected.
+
+Each route translates one HTTP request into one library call, the same call the CLI command and the
+MCP tool make (STYLE.md §3); library errors become `{error, code}` with their `http_status`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from .. import __version__
+from .. import validation as validate
+from ..errors import AnnotateError, ValidationError
+from ..store import Store
+from . import review_page
+from .anchors import Anchors
+from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
+from .openapi import openapi
+from .responses import (
+    API_HEADERS,
+    BAD_JSON,
+    INVALID,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    HttpError,
+    JsonResponse,
+    error_response,
+)
+from .security import CatchAll, Guard
+from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("annotate.web")
+
+API = "/__annotate/api"
+TRUE = ("true", "1", "yes")
+FALSE = ("false", "0", "no")
+# A `\uD800`-style escape may hold a lone surrogate, which SQLite cannot store as UTF-8.
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]|\\u[dD][c-fC-F]")
+STATUS_ACTIONS = ("start", "address", "accept", "reopen")
+
+
+# -- request helpers ----------------------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, or 400 `invalid_json` / `invalid`."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant)
+        if SURROGATE_ESCAPE.search(raw):
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise HttpError(400, BAD_JSON, "Request body is nested too deeply") from None
+    except UnicodeError:
+        raise HttpError(
+            400, BAD_JSON, "Request body is not valid UTF-8 or holds an unpaired surrogate"
+        ) from None
+    except ValueError as e:
+        raise HttpError(400, BAD_JSON, f"Request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise HttpError(400, INVALID, "Request body must be a JSON object")
+    return data
+
+
+def _fields(data: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
+    validate.refuse_unknown(data, frozenset(allowed), what)
+
+
+def _allow(request: Request, *names: str) -> None:
+    """Refuse query parameters the route does not know: a typo must not widen a listing."""
+    unknown = sorted(set(request.query_params) - set(names))
+    if unknown:
+        known = f"; this route takes {', '.join(names)}" if names else "; this route takes none"
+        raise ValidationError(f"Unknown query parameter {unknown[0]!r}{known}", unknown[0])
+
+
+def _page(request: Request) -> str | None:
+    value = request.query_params.get("page")
+    return None if value is None else validate.page_url(value, "page")
+
+
+def _bool(request: Request, name: str, default: bool = False) -> bool:
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    if value.lower() in TRUE:
+        return True
+    if value.lower() in FALSE:
+        return False
+    raise ValidationError(f"{name} must be true or false, got {value!r}", name)
+
+
+def _list(request: Request, name: str) -> list[str] | None:
+    """A repeatable parameter that may also be a comma list: `?status=open&status=addressed`
+    or `?status=open,addressed`."""
+    values = [v.strip() for raw in request.query_params.getlist(name) for v in raw.split(",")]
+    if "" in values:
+        raise ValidationError(f"{name} must not be empty", name)
+    return values or None
+
+
+def _int(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value is None:
+        return None
+    if not value.isascii() or not value.isdigit() or len(value) > 18:
+        raise ValidationError(f"{name} must be a whole number ≥ 0, got {value!r}", name)
+    return int(value)
+
+
+def _seconds(request: Request, name: str, maximum: float) -> float:
+    value = request.query_params.get(name)
+    if value is None:
+        return maximum
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 <= seconds <= 25:
+        raise ValidationError(
+            f"{name} must be a number of seconds from 0 to 25, got {value!r}", name
+        )
+    return min(seconds, maximum)
+
+
+def _statuses(request: Request) -> str | list[str] | None:
+    values = _list(request, "status")
+    if values and "all" in values:
+        return "all"
+    return values
+
+
+def _created(data: dict[str, Any], url: str) -> JsonResponse:
+    return JsonResponse(data, 201, {"Location": url})
+
+
+# -- the app ------------------------------------------------------------------------------------
+
+
+class Api:
+    """The route handlers, bound to one store."""
+
+    def __init__(self, store: Store, feed: ChangeFeed) -> None:
+        self.store = store
+        self.feed = feed
+        self.anchors = Anchors(store)
+        # Writers from this process queue here instead of in SQLite's busy handler, which sleeps
+        # in steps of up to 100 ms: under concurrent writes that made the slowest ones wait ~1 s.
+        self._write_lock = threading.Lock()
+
+    async def _write(self, fn: Callable[..., Any], *args: Any) -> Any:
+        def locked() -> Any:
+            with self._write_lock:
+                return fn(*args)
+
+        return await run_in_threadpool(locked)
+
+    # annotations
+
+    async def list_annotations(self, request: Request) -> Response:
+        _allow(request, "page", "status", "type", "anchorState", "includeResolved")
+        page = _page(request)
+        status = _statuses(request)
+        kind = request.query_params.get("type")
+        anchor = _list(request, "anchorState")
+        resolved = _bool(request, "includeResolved")
+        items = await run_in_threadpool(
+            self.store.list_annotations,
+            page,
+            status,
+            type=kind,
+            anchor_state=anchor,
+            include_resolved=resolved,
+        )
+        return JsonResponse({"annotations": [a.to_dict() for a in items]})
+
+    async def create_annotation(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        item = await self._write(self.store.add_annotation, data)
+        return _created(item.to_dict(), f"{API}/annotations/{item.id}")
+
+    async def get_annotation(self, request: Request) -> Response:
+        _allow(request)
+        item = await run_in_threadpool(self.store.get_annotation, request.path_params["id"])
+        return JsonResponse(item.to_dict())
+
+    async def edit_annotation(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        item = await self._write(self.store.edit_annotation, request.path_params["id"], data)
+        return JsonResponse(item.to_dict())
+
+    async def delete_annotation(self, request: Request) -> Response:
+        _allow(request)
+        await self._write(self.store.delete_annotation, request.path_params["id"])
+        return Response(status_code=204)
+
+    # lifecycle: annotations and page notes alike
+
+    async def reply(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        _fields(data, ("message", "role", "author"), "reply")
+        id = request.path_params["id"]
+        role = data.get("role", "reviewer")
+
+        def call() -> Any:
+            self._check_kind(request, id)
+            return self.store.add_reply(
+                id, data.get("message"), role=role, author=data.get("author")
+            )
+
+        item = await self._write(call)
+        return JsonResponse(item.to_dict(), 201)
+
+    async def status(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        _fields(data, ("action", "replacedText", "note"), "status change")
+        action = data.get("action")
+        if action not in STATUS_ACTIONS:
+            raise ValidationError(
+                f"action must be one of {', '.join(STATUS_ACTIONS)}, got {action!r}", "action"
+            )
+        if "replacedText" in data and action != "address":
+            raise ValidationError("replacedText is only used with action 'address'", "replacedText")
+        if "note" in data and action != "reopen":
+            raise ValidationError("note is only used with action 'reopen'", "note")
+        id = request.path_params["id"]
+
+        def call() -> Any:
+            self._check_kind(request, id)
+            if action == "start":
+                return self.store.set_in_progress(id)
+            if action == "address":
+                return self.store.address_annotation(id, data.get("replacedText"))
+            if action == "accept":
+                return self.store.accept(id)
+            return self.store.reopen(id, data.get("note"))
+
+        item = await self._write(call)
+        return JsonResponse(item.to_dict())
+
+    def _check_kind(self, request: Request, id: str) -> None:
+        # page-notes/{id}/… routes act on page notes only; annotation routes take either id,
+        # as the store's lifecycle methods do.
+        if request.url.path.startswith(f"{API}/page-notes/"):
+            self.store.get_page_note(id)
+
+    # page notes
+
+    async def list_page_notes(self, request: Request) -> Response:
+        _allow(request, "page", "status", "includeResolved")
+        page = _page(request)
+        status = _statuses(request)
+        resolved = _bool(request, "includeResolved")
+        items = await run_in_threadpool(
+            self.store.list_page_notes, page, status, include_resolved=resolved
+        )
+        return JsonResponse({"pageNotes": [n.to_dict() for n in items]})
+
+    async def create_page_note(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        item = await self._write(self.store.add_page_note, data)
+        return _created(item.to_dict(), f"{API}/page-notes/{item.id}")
+
+    async def get_page_note(self, request: Request) -> Response:
+        _allow(request)
+        item = await run_in_threadpool(self.store.get_page_note, request.path_params["id"])
+        return JsonResponse(item.to_dict())
+
+    async def edit_page_note(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        item = await self._write(self.store.edit_page_note, request.path_params["id"], data)
+        return JsonResponse(item.to_dict())
+
+    async def delete_page_note(self, request: Request) -> Response:
+        _allow(request)
+        await self._write(self.store.delete_page_note, request.path_params["id"])
+        return Response(status_code=204)
+
+    # reviews
+
+    async def list_reviews(self, request: Request) -> Response:
+        _allow(request, "pending")
+        pending = _bool(request, "pending")
+        items = await run_in_threadpool(self.store.list_reviews, pending_only=pending)
+        return JsonResponse({"reviews": [r.to_dict() for r in items]})
+
+    async def create_review(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        review = await self._write(self.store.create_review, data)
+        return _created(review.to_dict(), f"{API}/reviews/{review.id}")
+
+    async def get_review(self, request: Request) -> Response:
+        _allow(request)
+        review = await run_in_threadpool(self.store.get_review, request.path_params["id"])
+        return JsonResponse(review.to_dict())
+
+    # reading
+
+    async def anchor(self, request: Request) -> Response:
+        _allow(request)
+        data = await _json_body(request)
+        _fields(data, ("pageUrl", "text", "includeResolved"), "anchor request")
+        page_url = validate.page_url(data.get("pageUrl"))
+        text = data.get("text")
+        if not isinstance(text, str):
+            raise ValidationError("text must be a string: the page's content text", "text")
+        resolved = data.get("includeResolved", False)
+        if not isinstance(resolved, bool):
+            raise ValidationError("includeResolved must be true or false", "includeResolved")
+
+        answer = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
+        return Response(answer, media_type="application/json", headers=API_HEADERS)
+
+    async def export(self, request: Request) -> Response:
+        _allow(request, "format", "includeResolved")
+        fmt = request.query_params.get("format", "markdown")
+        include = (
+            None
+            if "includeResolved" not in request.query_params
+            else _bool(request, "includeResolved")
+        )
+        text = await run_in_threadpool(self.store.export, fmt, include_resolved=include)
+        media = {
+            "markdown": "text/markdown; charset=utf-8",
+            "json": "application/json",
+            "w3c": 'application/ld+json; profile="http://www.w3.org/ns/anno.jsonld"',
+        }[fmt]
+        return Response(text, media_type=media, headers=API_HEADERS)
+
+    async def changes(self, request: Request) -> Response:
+        _allow(request, "since", "timeout")
+        since = _int(request, "since")
+        timeout = _seconds(request, "timeout", self.feed.timeout)
+        if since is None:
+            _, cursor = await run_in_threadpool(self.store.changes, 0, 0)
+            return JsonResponse({"events": [], "cursor": cursor})
+        events, cursor = await run_in_threadpool(self.store.changes, since)
+        if not events and timeout > 0:
+            await self.feed.wait(cursor, timeout, request)
+            events, cursor = await run_in_threadpool(self.store.changes, since)
+        return JsonResponse({"events": events, "cursor": cursor})
+
+    async def summary(self, request: Request) -> Response:
+        _allow(request)
+        summary = await run_in_threadpool(self.store.summary)
+        return JsonResponse(summary.to_dict())
+
+
+def _api_routes(api: Api) -> list[Route]:
+    one = "/{id:str}"
+    return [
+        Route(f"{API}/annotations", api.list_annotations, methods=["GET"]),
+        Route(f"{API}/annotations", api.create_annotation, methods=["POST"]),
+        Route(f"{API}/annotations{one}", api.get_annotation, methods=["GET"]),
+        Route(f"{API}/annotations{one}", api.edit_annotation, methods=["PATCH"]),
+        Route(f"{API}/annotations{one}", api.delete_annotation, methods=["DELETE"]),
+        Route(f"{API}/annotations{one}/replies", api.reply, methods=["POST"]),
+        Route(f"{API}/annotations{one}/status", api.status, methods=["POST"]),
+        Route(f"{API}/page-notes", api.list_page_notes, methods=["GET"]),
+        Route(f"{API}/page-notes", api.create_page_note, methods=["POST"]),
+        Route(f"{API}/page-notes{one}", api.get_page_note, methods=["GET"]),
+        Route(f"{API}/page-notes{one}", api.edit_page_note, methods=["PATCH"]),
+        Route(f"{API}/page-notes{one}", api.delete_page_note, methods=["DELETE"]),
+        Route(f"{API}/page-notes{one}/replies", api.reply, methods=["POST"]),
+        Route(f"{API}/page-notes{one}/status", api.status, methods=["POST"]),
+        Route(f"{API}/reviews", api.list_reviews, methods=["GET"]),
+        Route(f"{API}/reviews", api.create_review, methods=["POST"]),
+        Route(f"{API}/reviews{one}", api.get_review, methods=["GET"]),
+        Route(f"{API}/anchor", api.anchor, methods=["POST"]),
+        Route(f"{API}/export", api.export, methods=["GET"]),
+        Route(f"{API}/changes", api.changes, methods=["GET"]),
+        Route(f"{API}/summary", api.summary, methods=["GET"]),
+    ]
+
+
+def create_app(
+    store: Store,
+    *,
+    token: str | Callable[[], str],
+    read_only: bool = False,
+    site_dir: str | Path | None = None,
+    allowed_hosts: list[str] | tuple[str, ...] | None = None,
+    page_sources: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None,
+    changes_timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_INTERVAL,
+) -> Starlette:
+    """The whole web surface of one store, everything under `/__annotate/` (SPEC §6).
+
+    `token`: the project token (or a callable returning the current one, e.g. `tokens.TokenFile`);
+    every API request must carry it in `X-Annotate-Token`. `read_only`: refuse every write with 405.
+    `site_dir`: also serve this built site, with the overlay injected into its HTML.
+    `allowed_hosts`: `Host` names accepted besides loopback (the `--host` the user chose).
+    `page_sources`: page URL → Markdown path (relative to the project), recorded with
+    `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
+    """
+    current_token: Callable[[], str] = token if callable(token) else (lambda: token)  # type: ignore[assignment,return-value]
+    if not current_token():
+        raise ValueError("create_app needs a non-empty token")
+    if page_sources is not None:
+        store.register_pages(dict(page_sources() if callable(page_sources) else page_sources))
+    feed = ChangeFeed(store, timeout=changes_timeout, interval=poll_interval)
+    api = Api(store, feed)
+    spec = openapi(__version__)
+
+    async def health(request: Request) -> Response:
+        return JsonResponse({"ok": True, "version": __version__})
+
+    async def openapi_json(request: Request) -> Response:
+        return JsonResponse(spec)
+
+    async def review(request: Request) -> Response:
+        filters = review_page.Filters.from_query(
+            {k: request.query_params.getlist(k) for k in request.query_params}
+        )
+
+        def call() -> str:
+            annotations, notes = store.all_items(include_resolved=True)
+            return review_page.render(annotations, notes, filters, read_only=read_only)
+
+        return HTMLResponse(
+            await run_in_threadpool(call),
+            headers={
+                "Content-Security-Policy": review_page.CSP,
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+                "Cache-Control": "no-store",
+            },
+        )
+
+    async def to_review(request: Request) -> Response:
+        return RedirectResponse("/__annotate/", status_code=301)
+
+    routes = [
+        Route("/__annotate", to_review, methods=["GET"]),
+        Route("/__annotate/", review, methods=["GET"]),
+        Route("/__annotate/health", health, methods=["GET"]),
+        Route("/__annotate/openapi.json", openapi_json, methods=["GET"]),
+        Route(
+            "/__annotate/overlay/{path:path}",
+            OverlayFiles(find_overlay_dir()).handle,
+            methods=["GET"],
+        ),
+        *_api_routes(api),
+    ]
+    if site_dir is not None:
+        site = SiteFiles(
+            Path(site_dir),
+            # The token may be rotated while serving: each page gets the current one.
+            lambda: overlay_snippet(current_token(), read_only=read_only, version=__version__),
+            hidden=[store.path.parent],
+        )
+        routes.append(Route("/{path:path}", site.handle, methods=["GET"]))
+
+    async def annotate_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, AnnotateError)
+        if exc.http_status >= 500:
+            log.error("%s %s: %s", request.method, request.url.path, exc)
+        return error_response(exc.http_status, exc.code, exc.message)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HttpError)
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+    async def starlette_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            message = f"Method {request.method} is not allowed on {request.url.path}"
+            return error_response(405, METHOD_NOT_ALLOWED, message, exc.headers)
+        if exc.status_code == 404:
+            return error_response(404, NOT_FOUND, f"No route {request.url.path}")
+        return error_response(exc.status_code, "http_error", str(exc.detail), exc.headers)
+
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(CatchAll),
+            Middleware(
+                Guard, token=current_token, read_only=read_only, allowed_hosts=allowed_hosts or ()
+            ),
+        ],
+        exception_handlers={
+            AnnotateError: annotate_error,
+            HttpError: http_error,
+            HTTPException: starlette_error,
+        },
+    )
+    app.state.feed = feed  # `annotate serve` closes it on Ctrl+C, ending pending long-polls
+    return app

@@ -1,0 +1,60 @@
+"""The long-poll behind `GET /__annotate/api/changes?since=N` (SPEC §6).
+
+Writes come from other processes too (the MCP server, the CLI), so an in-process signal cannot be
+enough: waiting requests look at the database every `interval`. They share one cheap query (the
+newest change number, cached for half an interval), so ten open tabs cost what one does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import anyio
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from ..store import Store
+
+__all__ = ["ChangeFeed"]
+
+DEFAULT_TIMEOUT = 25.0  # below the usual 30 s proxy and browser idle limits
+DEFAULT_INTERVAL = 0.15  # an agent's write shows within ~0.2 s, far inside the 2 s of SPEC §6
+
+
+class ChangeFeed:
+    def __init__(
+        self, store: Store, *, timeout: float = DEFAULT_TIMEOUT, interval: float = DEFAULT_INTERVAL
+    ) -> None:
+        self.store = store
+        self.timeout = timeout
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._latest = 0
+        self._checked = float("-inf")
+        self.closing = False
+
+    def close(self) -> None:
+        """Answer every pending long-poll now (the server is shutting down)."""
+        self.closing = True
+
+    def latest(self) -> int:
+        """The number of the newest change, read at most once per half interval."""
+        with self._lock:
+            if time.monotonic() - self._checked < self.interval / 2:
+                return self._latest
+        latest = self.store.changes(0, limit=0)[1]
+        with self._lock:
+            self._latest, self._checked = latest, time.monotonic()
+        return latest
+
+    async def wait(self, cursor: int, timeout: float, request: Request | None = None) -> None:
+        """Return once a change newer than `cursor` exists, after `timeout` seconds, when the
+        client has gone, or when the server shuts down."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0 and not self.closing:
+            await anyio.sleep(min(self.interval, left))
+            if self.closing or await run_in_threadpool(self.latest) > cursor:
+                return
+            if request is not None and await request.is_disconnected():
+                return

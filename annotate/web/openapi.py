@@ -1,0 +1,670 @@
+"""The OpenAPI 3.1 description served at `/__annotate/openapi.json`, written by hand.
+
+It is the contract the schemathesis test checks the app against (tests/test_web_schema.py): every
+answer, errors included, must match it. Field limits mirror annotate/validation.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import validation as v
+from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, STATUSES
+
+__all__ = ["openapi"]
+
+ID_PATTERN = v.ID_PATTERN.pattern
+ERRORS = {
+    400: "Invalid input: bad JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
+    401: "Missing or wrong `X-Annotate-Token` (`unauthorized`).",
+    403: "Foreign `Origin` (`forbidden_origin`) or a `Host` that is not loopback (`forbidden_host`).",
+    404: "No item with this id, or no such route (`not_found`).",
+    405: "A write on a read-only server (`read_only`).",
+    409: "A status change the lifecycle does not allow (`invalid_transition`).",
+    413: "Request body over the limit: 1 MB, 8 MB for `anchor` (`too_large`).",
+    415: "Request body that is not `application/json` (`unsupported_media_type`).",
+    503: "The database is busy with another process's write; retry (`store_busy`).",
+}
+READ_ERRORS = (400, 401, 403, 503)
+WRITE_ERRORS = (400, 401, 403, 405, 413, 415, 503)
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _string(limit: int | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "string", **extra}
+    if limit is not None:
+        out["maxLength"] = limit
+    return out
+
+
+def _object(
+    properties: dict[str, Any], required: list[str] | None = None, *, closed: bool = True
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    if closed:
+        out["additionalProperties"] = False
+    return out
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _body(schema: dict[str, Any], description: str = "") -> dict[str, Any]:
+    return {
+        "required": True,
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+    }
+
+
+def _op(
+    summary: str,
+    responses: dict[int, dict[str, Any]],
+    errors: tuple[int, ...],
+    *,
+    params: list[dict[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+    description: str = "",
+    secure: bool = True,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": summary, "responses": {}}
+    if description:
+        out["description"] = description
+    if params:
+        out["parameters"] = params
+    if body:
+        out["requestBody"] = body
+    for status, response in responses.items():
+        out["responses"][str(status)] = response
+    for status in errors:
+        out["responses"][str(status)] = _json(_ref("Error"), ERRORS[status])
+    if not secure:
+        out["security"] = []
+    return out
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    param: dict[str, Any] = {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+    if schema.get("type") == "array":
+        param["style"] = "form"
+        param["explode"] = True
+    return param
+
+
+ID_PARAM = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "The item's id.",
+    "schema": {"type": "string", "pattern": ID_PATTERN},
+}
+PAGE = _query("page", _string(v.MAX_PAGE_URL), "Only this page, a site path such as `/guide/`.")
+STATUS = _query(
+    "status",
+    {"type": "array", "items": {"type": "string", "enum": [*STATUSES, "all"]}},
+    "Only these statuses: repeat it, or give a comma list; `all` for every status. "
+    "Default: everything but `resolved`.",
+)
+INCLUDE_RESOLVED = _query(
+    "includeResolved", {"type": "boolean"}, "Include resolved items (default false)."
+)
+# Fields the store sets: accepted in a create body (a client may send back what it got) and ignored.
+SERVER_SET = {name: {} for name in sorted(v.SERVER_SET)}
+
+
+def _schemas() -> dict[str, Any]:
+    string = _string()
+    nullable_string = _nullable(string)
+    timestamp = _string(description="ISO 8601 UTC, e.g. `2026-11-21T10:30:00.123Z`.")
+    status = {"type": "string", "enum": list(STATUSES)}
+    reply = _object(
+        {
+            "id": string,
+            "role": {"type": "string", "enum": ["reviewer", "agent"]},
+            "author": nullable_string,
+            "message": string,
+            "createdAt": timestamp,
+        },
+        ["id", "role", "author", "message", "createdAt"],
+    )
+    quote = _object(
+        {"exact": string, "prefix": string, "suffix": string}, ["exact", "prefix", "suffix"]
+    )
+    position = _object({"start": {"type": "integer"}, "end": {"type": "integer"}}, ["start", "end"])
+    element = _object(
+        {
+            "cssSelector": string,
+            "xpath": string,
+            "tagName": string,
+            "description": string,
+            "attributes": {"type": "object", "additionalProperties": string},
+            "outerHtmlPreview": string,
+        },
+        ["cssSelector", "xpath", "tagName", "description", "attributes", "outerHtmlPreview"],
+    )
+    source = _object(
+        {
+            "path": string,
+            "lineStart": {"type": "integer"},
+            "lineEnd": {"type": "integer"},
+            "excerpt": string,
+        },
+        ["path", "lineStart", "lineEnd", "excerpt"],
+    )
+    lifecycle = {
+        "createdAt": timestamp,
+        "updatedAt": timestamp,
+        "inProgressAt": _nullable(timestamp),
+        "addressedAt": _nullable(timestamp),
+        "resolvedAt": _nullable(timestamp),
+    }
+    annotation_fields = {
+        "id": string,
+        "type": {"type": "string", "enum": ["text", "element"]},
+        "pageUrl": string,
+        "pageTitle": string,
+        "note": string,
+        "status": status,
+        "intent": {"type": "string", "enum": list(INTENTS)},
+        "suggestion": nullable_string,
+        "selectedText": nullable_string,
+        "quote": _nullable(_ref("Quote")),
+        "position": _nullable(_ref("Position")),
+        "replacedText": nullable_string,
+        "elementSelector": _nullable(_ref("ElementSelector")),
+        "source": _nullable(_ref("Source")),
+        "anchorState": {"type": "string", "enum": list(ANCHOR_STATES)},
+        "anchorScore": _nullable({"type": "number"}),
+        "replies": {"type": "array", "items": _ref("Reply")},
+        "author": nullable_string,
+        **lifecycle,
+    }
+    page_note_fields = {
+        "id": string,
+        "pageUrl": string,
+        "pageTitle": string,
+        "note": string,
+        "status": status,
+        "replies": {"type": "array", "items": _ref("Reply")},
+        "author": nullable_string,
+        **lifecycle,
+    }
+    offset = {"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}
+    element_input = _object(
+        {
+            **{k: _string(limit) for k, limit in v.ELEMENT_LIMITS.items()},
+            "attributes": {
+                "type": "object",
+                "maxProperties": v.MAX_ATTRIBUTES,
+                "additionalProperties": _string(v.MAX_ATTRIBUTE_VALUE),
+            },
+        },
+        ["cssSelector"],
+    )
+    annotation_input = _object(
+        {
+            "type": {"type": "string", "enum": ["text", "element"]},
+            "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
+            "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
+            "note": _nullable(_string(v.MAX_NOTE)),
+            "intent": _nullable({"type": "string", "enum": list(INTENTS)}),
+            "suggestion": _nullable(_string(v.MAX_SUGGESTION)),
+            "selectedText": _nullable(_string(v.MAX_SELECTED_TEXT)),
+            "quote": _nullable(
+                _object(
+                    {
+                        "exact": _nullable(_string(v.MAX_SELECTED_TEXT)),
+                        "prefix": _nullable(_string(v.MAX_CONTEXT)),
+                        "suffix": _nullable(_string(v.MAX_CONTEXT)),
+                    }
+                )
+            ),
+            "position": _nullable(_object({"start": offset, "end": offset}, ["start", "end"])),
+            "elementSelector": _nullable(element_input),
+            "author": _nullable(_string(v.MAX_AUTHOR)),
+            **SERVER_SET,
+        },
+        ["pageUrl"],
+    )
+    annotation_input["description"] = (
+        "The annotation's JSON shape (SPEC §3). Text annotations need `selectedText` (and usually "
+        "`quote` and `position`); element annotations need `elementSelector`. `note` is required "
+        "for intent `comment`; `suggestion` for `replace` and `insert`. Fields the server sets "
+        "(`id`, `status`, timestamps, …) are ignored."
+    )
+    return {
+        "Error": _object(
+            {"error": string, "code": string},
+            ["error", "code"],
+        ),
+        "Reply": reply,
+        "Quote": quote,
+        "Position": position,
+        "ElementSelector": element,
+        "Source": source,
+        "Annotation": _object(annotation_fields, list(annotation_fields)),
+        "PageNote": _object(page_note_fields, list(page_note_fields)),
+        "AnnotationInput": annotation_input,
+        "AnnotationPatch": _object(
+            {
+                "note": _string(v.MAX_NOTE),
+                "intent": {"type": "string", "enum": list(INTENTS)},
+                "suggestion": _nullable(_string(v.MAX_SUGGESTION)),
+                "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
+            },
+        )
+        | {"minProperties": 1},
+        "PageNoteInput": _object(
+            {
+                "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
+                "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
+                "note": _string(v.MAX_NOTE, minLength=1),
+                "author": _nullable(_string(v.MAX_AUTHOR)),
+                **{k: {} for k in sorted(v.SERVER_SET) if k in page_note_fields},
+            },
+            ["pageUrl", "note"],
+        ),
+        "PageNotePatch": _object(
+            {
+                "note": _string(v.MAX_NOTE, minLength=1),
+                "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
+            },
+        )
+        | {"minProperties": 1},
+        "ReplyInput": _object(
+            {
+                "message": _string(v.MAX_REPLY, minLength=1),
+                "role": {"type": "string", "enum": ["reviewer", "agent"]},
+                "author": _nullable(_string(v.MAX_AUTHOR)),
+            },
+            ["message"],
+        ),
+        "StatusInput": _object(
+            {
+                "action": {"type": "string", "enum": ["start", "address", "accept", "reopen"]},
+                "replacedText": _nullable(_string(v.MAX_SELECTED_TEXT)),
+                "note": _nullable(_string(v.MAX_REPLY)),
+            },
+            ["action"],
+        )
+        | {
+            "description": "`start` → set_in_progress, `address` → address_annotation (with "
+            "optional `replacedText`), `accept`, `reopen` (with an optional follow-up `note`, "
+            "added as a reviewer reply)."
+        },
+        "Review": _object(
+            {
+                "id": string,
+                "mode": {"type": "string", "enum": list(REVIEW_MODES)},
+                "message": string,
+                "status": {"type": "string", "enum": ["pending", "picked_up"]},
+                "author": nullable_string,
+                "createdAt": timestamp,
+                "pickedUpAt": _nullable(timestamp),
+                "annotations": {"type": "array", "items": _ref("Annotation")},
+                "pageNotes": {"type": "array", "items": _ref("PageNote")},
+            },
+            [
+                "id",
+                "mode",
+                "message",
+                "status",
+                "author",
+                "createdAt",
+                "pickedUpAt",
+                "annotations",
+                "pageNotes",
+            ],
+        ),
+        "ReviewInput": _object(
+            {
+                "mode": _nullable({"type": "string", "enum": list(REVIEW_MODES)}),
+                "message": _nullable(_string(v.MAX_MESSAGE)),
+                "author": _nullable(_string(v.MAX_AUTHOR)),
+            }
+        ),
+        "AnchorInput": _object(
+            {
+                "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
+                "text": string,
+                "includeResolved": {"type": "boolean"},
+            },
+            ["pageUrl", "text"],
+        ),
+        "Anchor": _object(
+            {
+                "id": string,
+                "start": _nullable({"type": "integer"}),
+                "end": _nullable({"type": "integer"}),
+                "score": _nullable({"type": "number"}),
+                "method": _nullable(
+                    {"type": "string", "enum": ["position", "exact", "replaced", "fuzzy"]}
+                ),
+            },
+            ["id", "start", "end", "score", "method"],
+        ),
+        "Summary": _object(
+            {
+                "annotations": _counts(STATUSES),
+                "pageNotes": _counts(STATUSES),
+                "anchorStates": _counts(ANCHOR_STATES),
+                "pages": {"type": "integer"},
+                "pendingReviews": {"type": "integer"},
+            },
+            ["annotations", "pageNotes", "anchorStates", "pages", "pendingReviews"],
+        ),
+        "Change": _object(
+            {
+                "seq": {"type": "integer"},
+                "at": timestamp,
+                "kind": {"type": "string", "enum": ["annotation", "page_note", "review", "store"]},
+                "id": string,
+                "action": string,
+                "pageUrl": nullable_string,
+            },
+            ["seq", "at", "kind", "id", "action", "pageUrl"],
+        ),
+    }
+
+
+def _counts(keys: tuple[str, ...]) -> dict[str, Any]:
+    return _object({k: {"type": "integer"} for k in keys}, list(keys))
+
+
+def _paths() -> dict[str, Any]:
+    annotation = _json(_ref("Annotation"), "The annotation.")
+    item = _json({"anyOf": [_ref("Annotation"), _ref("PageNote")]}, "The annotation or page note.")
+    page_note = _json(_ref("PageNote"), "The page note.")
+    review = _json(_ref("Review"), "The review with its notes.")
+    deleted = {"description": "Deleted."}
+    lifecycle_ops = {
+        "replies": _op(
+            "Add a reply to the thread (always allowed)",
+            {201: item},
+            (*WRITE_ERRORS, 404),
+            params=[ID_PARAM],
+            body=_body(_ref("ReplyInput")),
+            description="`role` defaults to `reviewer`. Annotation routes accept a page note's id "
+            "as well, as the library does.",
+        ),
+        "status": _op(
+            "Change the status: start, address, accept or reopen",
+            {200: item},
+            (*WRITE_ERRORS, 404, 409),
+            params=[ID_PARAM],
+            body=_body(_ref("StatusInput")),
+        ),
+    }
+    return {
+        "/__annotate/health": {
+            "get": _op(
+                "Is the server up? (no token needed)",
+                {
+                    200: _json(
+                        _object(
+                            {"ok": {"type": "boolean"}, "version": string_schema()},
+                            ["ok", "version"],
+                        ),
+                        "Up.",
+                    )
+                },
+                (403,),
+                secure=False,
+            )
+        },
+        "/__annotate/api/annotations": {
+            "get": _op(
+                "List annotations",
+                {
+                    200: _json(
+                        _object(
+                            {"annotations": {"type": "array", "items": _ref("Annotation")}},
+                            ["annotations"],
+                        ),
+                        "Annotations in creation order.",
+                    )
+                },
+                READ_ERRORS,
+                params=[
+                    PAGE,
+                    STATUS,
+                    _query(
+                        "type",
+                        {"type": "string", "enum": ["text", "element"]},
+                        "Only text or element annotations.",
+                    ),
+                    _query(
+                        "anchorState",
+                        {"type": "array", "items": {"type": "string", "enum": list(ANCHOR_STATES)}},
+                        "Only these anchor states (repeat, or a comma list).",
+                    ),
+                    INCLUDE_RESOLVED,
+                ],
+            ),
+            "post": _op(
+                "Create an annotation",
+                {201: annotation},
+                WRITE_ERRORS,
+                body=_body(_ref("AnnotationInput")),
+            ),
+        },
+        "/__annotate/api/annotations/{id}": {
+            "get": _op(
+                "Get an annotation", {200: annotation}, (*READ_ERRORS, 404), params=[ID_PARAM]
+            ),
+            "patch": _op(
+                "Edit note, intent, suggestion or page title",
+                {200: annotation},
+                (*WRITE_ERRORS, 404),
+                params=[ID_PARAM],
+                body=_body(_ref("AnnotationPatch")),
+            ),
+            "delete": _op(
+                "Delete an annotation and its replies",
+                {204: deleted},
+                (*WRITE_ERRORS, 404),
+                params=[ID_PARAM],
+            ),
+        },
+        "/__annotate/api/annotations/{id}/replies": {"post": lifecycle_ops["replies"]},
+        "/__annotate/api/annotations/{id}/status": {"post": lifecycle_ops["status"]},
+        "/__annotate/api/page-notes": {
+            "get": _op(
+                "List page notes",
+                {
+                    200: _json(
+                        _object(
+                            {"pageNotes": {"type": "array", "items": _ref("PageNote")}},
+                            ["pageNotes"],
+                        ),
+                        "Page notes in creation order.",
+                    )
+                },
+                READ_ERRORS,
+                params=[PAGE, STATUS, INCLUDE_RESOLVED],
+            ),
+            "post": _op(
+                "Create a page note",
+                {201: page_note},
+                WRITE_ERRORS,
+                body=_body(_ref("PageNoteInput")),
+            ),
+        },
+        "/__annotate/api/page-notes/{id}": {
+            "get": _op("Get a page note", {200: page_note}, (*READ_ERRORS, 404), params=[ID_PARAM]),
+            "patch": _op(
+                "Edit a page note's note or page title",
+                {200: page_note},
+                (*WRITE_ERRORS, 404),
+                params=[ID_PARAM],
+                body=_body(_ref("PageNotePatch")),
+            ),
+            "delete": _op(
+                "Delete a page note and its replies",
+                {204: deleted},
+                (*WRITE_ERRORS, 404),
+                params=[ID_PARAM],
+            ),
+        },
+        "/__annotate/api/page-notes/{id}/replies": {
+            "post": lifecycle_ops["replies"] | {"summary": "Add a reply to a page note"}
+        },
+        "/__annotate/api/page-notes/{id}/status": {
+            "post": lifecycle_ops["status"] | {"summary": "Change a page note's status"}
+        },
+        "/__annotate/api/reviews": {
+            "get": _op(
+                "List reviews (Send to agent batches)",
+                {
+                    200: _json(
+                        _object(
+                            {"reviews": {"type": "array", "items": _ref("Review")}}, ["reviews"]
+                        ),
+                        "Reviews, oldest first.",
+                    )
+                },
+                READ_ERRORS,
+                params=[
+                    _query("pending", {"type": "boolean"}, "Only reviews no agent picked up yet.")
+                ],
+            ),
+            "post": _op(
+                "Send to agent: every unresolved note not sent yet joins a new review",
+                {201: review},
+                WRITE_ERRORS,
+                body=_body(_ref("ReviewInput")),
+            ),
+        },
+        "/__annotate/api/reviews/{id}": {
+            "get": _op("Get a review", {200: review}, (*READ_ERRORS, 404), params=[ID_PARAM])
+        },
+        "/__annotate/api/anchor": {
+            "post": _op(
+                "Where each text annotation of a page is now, in the page's current text",
+                {
+                    200: _json(
+                        _object(
+                            {"anchors": {"type": "array", "items": _ref("Anchor")}}, ["anchors"]
+                        ),
+                        "One entry per text annotation of the page, in creation order; "
+                        "`start` is null when it could not be located.",
+                    )
+                },
+                (400, 401, 403, 413, 415, 503),
+                body=_body(_ref("AnchorInput"), "The page URL and its content text (SPEC §5)."),
+                description="Stores nothing, so it is allowed on a read-only server. Body limit "
+                "8 MB.",
+            )
+        },
+        "/__annotate/api/export": {
+            "get": _op(
+                "Export every note",
+                {
+                    200: {
+                        "description": "The export.",
+                        "content": {
+                            "text/markdown": {"schema": {"type": "string"}},
+                            "application/json": {"schema": {"type": "object"}},
+                            "application/ld+json": {"schema": {"type": "object"}},
+                        },
+                    }
+                },
+                READ_ERRORS,
+                params=[
+                    _query(
+                        "format",
+                        {"type": "string", "enum": ["markdown", "json", "w3c"]},
+                        "`markdown` (default, text/markdown), `json` (application/json) or "
+                        "`w3c` (application/ld+json).",
+                    ),
+                    _query(
+                        "includeResolved",
+                        {"type": "boolean"},
+                        "Include resolved notes (default: only in json and w3c).",
+                    ),
+                ],
+            )
+        },
+        "/__annotate/api/changes": {
+            "get": _op(
+                "The change feed (long-poll)",
+                {
+                    200: _json(
+                        _object(
+                            {
+                                "events": {"type": "array", "items": _ref("Change")},
+                                "cursor": {"type": "integer"},
+                            },
+                            ["events", "cursor"],
+                        ),
+                        "Changes after `since`, and the cursor to pass next.",
+                    )
+                },
+                READ_ERRORS,
+                params=[
+                    _query(
+                        "since",
+                        {"type": "integer", "minimum": 0},
+                        "Cursor from the previous answer. Without it, the answer is immediate "
+                        "and carries only the current cursor.",
+                    ),
+                    _query(
+                        "timeout",
+                        {"type": "number", "minimum": 0, "maximum": 25},
+                        "Seconds to wait for a change (default and maximum 25).",
+                    ),
+                ],
+                description="Answers at once when there are changes after `since`, else waits "
+                "until one happens (in any process) or the timeout passes.",
+            )
+        },
+        "/__annotate/api/summary": {
+            "get": _op(
+                "Counts by status and anchor state",
+                {200: _json(_ref("Summary"), "The counts.")},
+                READ_ERRORS,
+            )
+        },
+    }
+
+
+def string_schema() -> dict[str, Any]:
+    return {"type": "string"}
+
+
+def openapi(version: str) -> dict[str, Any]:
+    """The whole document."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "mkdocs-annotate",
+            "version": version,
+            "description": "Review notes on a rendered site, for coding agents. Every "
+            "`/__annotate/api/` request carries the project's token in `X-Annotate-Token`; "
+            'errors are `{"error": message, "code": code}`. See docs/http-api.md.',
+        },
+        "paths": _paths(),
+        "components": {
+            "schemas": _schemas(),
+            "securitySchemes": {
+                "token": {"type": "apiKey", "in": "header", "name": "X-Annotate-Token"}
+            },
+        },
+        "security": [{"token": []}],
+    }

@@ -1,0 +1,75 @@
+"""JSON responses and the one error shape `{"error": message, "code": code}` (SPEC §6).
+
+Library errors carry their own `code` and `http_status` (annotate/errors.py); the codes below are the
+web layer's own, for failures that happen before a library call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+__all__ = ["API_HEADERS", "HttpError", "JsonResponse", "error_response"]
+
+# Every JSON answer: never sniffed as HTML, never cached, never framed, nothing loaded from it.
+API_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+
+# The web layer's own error codes (the library's are in annotate/errors.py).
+BAD_JSON = "invalid_json"
+UNAUTHORIZED = "unauthorized"
+FORBIDDEN_ORIGIN = "forbidden_origin"
+FORBIDDEN_HOST = "forbidden_host"
+NOT_FOUND = "not_found"
+READ_ONLY = "read_only"
+METHOD_NOT_ALLOWED = "method_not_allowed"
+TOO_LARGE = "too_large"
+UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+INVALID = "invalid"
+INTERNAL = "internal"
+
+
+class JsonResponse(Response):
+    """Compact UTF-8 JSON with the API headers; NaN and infinities are refused, not emitted."""
+
+    media_type = "application/json"
+
+    def __init__(
+        self,
+        content: Any,
+        status_code: int = 200,
+        headers: Mapping[str, str] | None = None,
+        media_type: str | None = None,
+    ) -> None:
+        super().__init__(content, status_code, {**API_HEADERS, **(headers or {})}, media_type)
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode("utf-8")
+
+
+class HttpError(Exception):
+    """A failure of the HTTP layer itself (bad JSON, wrong method, …), answered as `{error, code}`."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JsonResponse:
+    return JsonResponse({"error": message, "code": code}, status, headers)

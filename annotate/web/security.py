@@ -1,0 +1,294 @@
+"""Who may talk to the server, and what they may send (SPEC §6, docs/security.md).
+
+A web page the reviewer happens to have open elsewhere can send requests to `127.0.0.1`: a "simple"
+cross-site POST (text/plain, no custom header) needs no CORS preflight, so the browser delivers it
+(seeds/002 "Localhost CSRF"). Through a DNS-rebinding name it can even read the answers. `Guard`
+refuses all of that before any route runs:
+
+1. `Host` must be a loopback name or a host the user chose (`--host`): no DNS rebinding → 403;
+2. an `Origin` header, when present, must be the server's own origin → 403;
+3. every API request carries the project's token in `X-Annotate-Token` → 401;
+4. with `read_only`, every API write is refused → 405;
+5. request bodies must be `application/json` → 415, and are read with a size limit (1 MB; 8 MB
+   for the anchor route) while they stream in, whatever `Content-Length` claims → 413.
+
+`CatchAll` turns any unexpected exception into a bare 500 `{error, code}`: no traceback ever leaves.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .responses import (
+    FORBIDDEN_HOST,
+    FORBIDDEN_ORIGIN,
+    INTERNAL,
+    READ_ONLY,
+    TOO_LARGE,
+    UNAUTHORIZED,
+    UNSUPPORTED_MEDIA_TYPE,
+    error_response,
+)
+
+__all__ = [
+    "ANCHOR_BODY_LIMIT",
+    "BODY_LIMIT",
+    "TOKEN_HEADER",
+    "CatchAll",
+    "Guard",
+    "host_name",
+    "is_loopback",
+]
+
+log = logging.getLogger("annotate.web")
+
+TOKEN_HEADER = "X-Annotate-Token"
+API_PREFIX = "/__annotate/api/"
+ANCHOR_PATH = API_PREFIX + "anchor"
+BODY_LIMIT = 1024 * 1024  # 1 MB (SPEC §6)
+ANCHOR_BODY_LIMIT = 8 * 1024 * 1024  # the anchor route carries a whole page's text
+# After refusing a body, keep reading (and dropping) up to this much so that the client, still
+# sending, reads our 413 instead of a reset connection; beyond it the connection is closed.
+DRAIN_LIMIT = 256 * 1024 * 1024
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WRITE_METHODS = BODY_METHODS
+# Writes that store nothing: allowed on a read-only server.
+READ_ONLY_POSTS = frozenset({ANCHOR_PATH})
+
+
+def host_name(value: str) -> str | None:
+    """The host part of a `Host` header (`name`, `name:port`, `[v6]:port`), lower-cased, or None
+    when the header is malformed."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        name, rest = value[: end + 1], value[end + 1 :]
+    else:
+        name, _, port = value.partition(":")
+        rest = f":{port}" if port else ""
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return None
+    return name or None
+
+
+def is_loopback(name: str) -> bool:
+    """`localhost`, `*.localhost` (RFC 6761: never sent to DNS), 127.0.0.0/8 and `[::1]`."""
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _names(hosts: Iterable[str]) -> frozenset[str]:
+    out = set()
+    for host in hosts:
+        host = host.strip().lower()
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"  # a bare IPv6 address, as given to --host
+        out.add(host)
+    return frozenset(out)
+
+
+class Guard:
+    """The checks of the module docstring, as pure ASGI middleware (it must see the raw body)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: Callable[[], str],
+        read_only: bool = False,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
+        self.app = app
+        self.token = token
+        self.read_only = read_only
+        self.allowed_hosts = _names(allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refusal = self._refuse(scope, headers)
+        if refusal is None and scope["type"] == "http" and scope["path"].startswith(API_PREFIX):
+            refusal = self._refuse_api(scope, headers)
+            if refusal is None and scope["method"] in BODY_METHODS:
+                limit = ANCHOR_BODY_LIMIT if scope["path"] == ANCHOR_PATH else BODY_LIMIT
+                body = await _read_body(receive, headers, limit)
+                if body is None:
+                    refusal = (
+                        413,
+                        TOO_LARGE,
+                        f"Request body is larger than the limit of {limit // (1024 * 1024)} MB",
+                    )
+                else:
+                    receive = _replay(body, receive)
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, code, message, *extra = refusal
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        response = error_response(status, code, message, *extra)
+        if status == 413:
+            # The rest of the body was not read: do not keep the connection for another request.
+            response.headers["Connection"] = "close"
+        await response(scope, receive, send)
+
+    def _refuse(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
+        raw_host = headers.get("host", "")
+        name = host_name(raw_host)
+        if name is None or not (is_loopback(name) or name in self.allowed_hosts):
+            # DNS rebinding: an attacker's name resolving to 127.0.0.1 makes their page same-origin.
+            return (
+                403,
+                FORBIDDEN_HOST,
+                f"Host {raw_host!r} is not allowed: use a loopback address such as "
+                "127.0.0.1 or localhost, or the host given to --host",
+            )
+        origin = headers.get("origin")
+        if origin is not None:
+            own = {f"http://{raw_host.strip().lower()}"}
+            if scope.get("scheme") in ("https", "wss"):
+                own.add(f"https://{raw_host.strip().lower()}")
+            if origin.strip().lower() not in own:
+                return (
+                    403,
+                    FORBIDDEN_ORIGIN,
+                    f"Origin {origin!r} is not allowed: requests must come from pages of this "
+                    "server",
+                )
+        return None
+
+    def _refuse_api(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
+        if headers.get("sec-fetch-site") == "cross-site":
+            return (403, FORBIDDEN_ORIGIN, "Cross-site requests are not allowed")
+        sent = headers.get(TOKEN_HEADER)
+        if sent is None:
+            return (401, UNAUTHORIZED, f"Missing {TOKEN_HEADER} header")
+        # Header values arrive as latin-1; compare bytes in constant time.
+        if not hmac.compare_digest(sent.encode("latin-1"), self.token().encode("latin-1")):
+            return (401, UNAUTHORIZED, f"Wrong {TOKEN_HEADER}: reload the page to get the new one")
+        method = scope["method"]
+        if self.read_only and method in WRITE_METHODS and scope["path"] not in READ_ONLY_POSTS:
+            return (
+                405,
+                READ_ONLY,
+                "This server is read-only (--read-only): notes cannot be changed here",
+                {"Allow": "GET, HEAD"},
+            )
+        if method in BODY_METHODS and (method != "DELETE" or _has_body(headers)):
+            content_type = headers.get("content-type", "")
+            media, _, params = content_type.partition(";")
+            charset = params.strip().lower().replace(" ", "")
+            if media.strip().lower() != "application/json" or charset not in (
+                "",
+                "charset=utf-8",
+                'charset="utf-8"',
+            ):
+                shown = content_type or "none"
+                return (
+                    415,
+                    UNSUPPORTED_MEDIA_TYPE,
+                    f"Request bodies must be application/json (UTF-8), got {shown!r}",
+                )
+        return None
+
+
+def _has_body(headers: Headers) -> bool:
+    return "transfer-encoding" in headers or headers.get("content-length", "0") not in ("", "0")
+
+
+async def _read_body(receive: Receive, headers: Headers, limit: int) -> bytes | None:
+    """The whole body, or None when it is over `limit` (then up to DRAIN_LIMIT more is dropped)."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        await _drain(receive, int(declared))
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            # Counted as it streams: a Content-Length that lies or is missing changes nothing.
+            if message.get("more_body", False):
+                await _drain(receive, DRAIN_LIMIT)
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _drain(receive: Receive, up_to: int) -> None:
+    if up_to > DRAIN_LIMIT:
+        return
+    dropped = 0
+    while dropped <= up_to:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        dropped += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class CatchAll:
+    """Any exception a route did not expect: logged here, answered with a bare 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except ClientDisconnect:
+            return
+        except Exception:
+            log.exception("Error while answering %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                response = error_response(500, INTERNAL, "internal error")
+                await response(scope, receive, send)

@@ -1,0 +1,140 @@
+"""`annotate serve DIR`: a built static site with the overlay and the API, on uvicorn."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from ..errors import ValidationError
+from ..store import open as open_store
+from ..tokens import TokenFile
+from .app import create_app
+from .security import is_loopback
+
+__all__ = ["bind", "extra_hosts", "serve", "url_host"]
+
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def url_host(host: str) -> str:
+    """How `host` appears in a URL: IPv6 in brackets, a wildcard as the loopback address."""
+    if host in WILDCARDS:
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def extra_hosts(host: str) -> list[str]:
+    """`Host` names to accept besides loopback: the one the user chose; for a wildcard, this
+    machine's names and addresses (best effort)."""
+    if is_loopback(host.strip("[]").lower()):
+        return []
+    if host not in WILDCARDS:
+        return [host]
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        with contextlib.suppress(OSError):
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+    return sorted(n for n in names if n)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, or a one-line error naming the port (SPEC §7: exit 1)."""
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as e:
+        raise ValidationError(f"Cannot listen on {host!r}: {e.strerror}", "host") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        if hasattr(socket, "SO_REUSEADDR"):
+            # Lets a restart reuse a port in TIME_WAIT; a port someone listens on stays refused.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise ValidationError(
+                f"Port {port} on {host} is already in use; stop the other server or choose "
+                "another with --port",
+                "port",
+            ) from None
+        raise ValidationError(
+            f"Cannot listen on {host}:{port}: {e.strerror or e}", "host"
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
+def serve(
+    site_dir: str | Path,
+    *,
+    project: str | Path = ".",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    read_only: bool = False,
+    echo: Callable[[str], None] = print,
+) -> None:
+    """Serve `site_dir` until interrupted. Everything that can fail does so before the first
+    request: the folder, the store, the token (created 0600 here), the port."""
+    import uvicorn
+
+    # Unexpected errors are logged by the app (never sent to the browser): show them.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    site = Path(site_dir)
+    if not site.is_dir():
+        raise ValidationError(
+            f"{str(site)!r} is not a folder: give the built site, e.g. `annotate serve site/`",
+            "DIR",
+        )
+    store = open_store(project)
+    token = TokenFile(project)
+    sock = bind(host, port)
+    actual_port = sock.getsockname()[1]
+    app = create_app(
+        store,
+        token=token,
+        read_only=read_only,
+        site_dir=site,
+        allowed_hosts=extra_hosts(host),
+    )
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        timeout_graceful_shutdown=2,
+    )
+    feed = app.state.feed
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # Pending long-polls answer now instead of holding the shutdown for up to 25 s.
+            feed.close()
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    base = f"http://{url_host(host)}:{actual_port}/"
+    mode = ", read-only" if read_only else ""
+    echo(f"Serving {site} at {base} (review page: {base}__annotate/{mode}). Press Ctrl+C to stop.")
+    if not is_loopback(url_host(host).strip("[]").lower()) or host in WILDCARDS:
+        echo(
+            f"Warning: listening on {host or 'every interface'}: other machines can reach this "
+            "server; the token still guards every change."
+        )
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        # uvicorn re-raises the Ctrl+C it handled; stopping is what the user asked for.
+        pass
+    finally:
+        sock.close()
+        store.close()

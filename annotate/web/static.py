@@ -1,0 +1,186 @@
+"""Serving a built site with the overlay injected, and the overlay's own files.
+
+`annotate serve DIR` works for any static site (MkDocs `site/`, Sphinx, Hugo…): every HTML answer
+gets, before its last `</body>`, the overlay's configuration (token, API base) as a JSON data block
+and the overlay's `<script>` and stylesheet. The MkDocs plugin reuses `overlay_snippet` and `inject`.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, RedirectResponse, Response
+
+from .responses import NOT_FOUND, error_response
+
+__all__ = [
+    "CONFIG_ID",
+    "OVERLAY_URL",
+    "SiteFiles",
+    "find_overlay_dir",
+    "inject",
+    "overlay_snippet",
+    "safe_file",
+]
+
+OVERLAY_URL = "/__annotate/overlay/"
+API_URL = "/__annotate/api/"
+CONFIG_ID = "annotate-config"
+HTML_SUFFIXES = (".html", ".htm")
+NOT_FOUND_HTML = (
+    b"<!doctype html>\n<html><head><meta charset=utf-8><title>404 Not found</title></head>"
+    b"<body><h1>404 Not found</h1></body></html>\n"
+)
+mimetypes.add_type("text/javascript", ".js")
+mimetypes.add_type("text/javascript", ".mjs")
+mimetypes.add_type("text/css", ".css")
+
+
+def find_overlay_dir() -> Path | None:
+    """`annotate/overlay/` inside an installed wheel, else the repository's `overlay/`."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "overlay", package.parent / "overlay"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _script_json(data: object) -> str:
+    # Inside <script> only `</` (and `<!--`) can end the element; escape every `<`, `>` and `&`
+    # (and the JS line separators) so no string can close the tag, whatever it holds.
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def overlay_snippet(
+    token: str, *, read_only: bool = False, api_base: str = API_URL, version: str = ""
+) -> str:
+    """The tags the overlay needs: its configuration, its stylesheet and its script.
+
+    The configuration is a JSON data block (`<script type="application/json" id="annotate-config">`,
+    read with `JSON.parse`), not inline code, so it also works on sites whose Content-Security-Policy
+    forbids inline scripts.
+    """
+    config = {
+        "token": token,
+        "api": api_base,
+        "readOnly": read_only,
+        "version": version,
+        "tokenHeader": "X-Annotate-Token",
+    }
+    return (
+        f'<script type="application/json" id="{CONFIG_ID}">{_script_json(config)}</script>\n'
+        f'<link rel="stylesheet" href="{OVERLAY_URL}annotate.css">\n'
+        f'<script src="{OVERLAY_URL}annotate.js" defer></script>\n'
+    )
+
+
+def inject(html: bytes, snippet: str) -> bytes:
+    """`html` with `snippet` before its last `</body>` (any case), or at the end when it has none."""
+    at = html.lower().rfind(b"</body")
+    tags = snippet.encode("ascii")
+    if at < 0:
+        return html + tags
+    return html[:at] + tags + html[at:]
+
+
+def safe_file(root: Path, relative: str) -> Path | None:
+    """`root / relative` when it is a plain path inside `root` (symlinks resolved), else None.
+
+    Dot-files and dot-folders are never served: a project folder served by mistake must not hand
+    out `.annotate/token` or `.git`.
+    """
+    if "\x00" in relative or "\\" in relative:
+        return None
+    parts = [p for p in relative.split("/") if p]
+    if any(p.startswith(".") for p in parts):
+        return None
+    try:
+        full = root.joinpath(*parts).resolve()
+    except (OSError, ValueError):
+        return None
+    if full != root and root not in full.parents:
+        return None
+    return full
+
+
+class SiteFiles:
+    """The files of a built site, HTML answers with the overlay injected."""
+
+    def __init__(
+        self, root: Path, snippet: Callable[[], str], *, hidden: Iterable[Path] = ()
+    ) -> None:
+        self.root = root.resolve()
+        self.snippet = snippet
+        # Folders never served even if inside the site (the store's folder).
+        self.hidden = [h.resolve() for h in hidden]
+
+    def _visible(self, path: Path) -> bool:
+        return not any(path == h or h in path.parents for h in self.hidden)
+
+    async def handle(self, request: Request) -> Response:
+        path = request.url.path
+        if path == "/__annotate" or path.startswith("/__annotate/"):
+            # Our own namespace: an unknown route there is an API error, not a site page.
+            return error_response(404, NOT_FOUND, f"No route {path}")
+        full = safe_file(self.root, path)
+        if full is not None and self._visible(full) and full.is_dir():
+            if not path.endswith("/"):
+                # Relative links in an index page only work from the folder's URL.
+                target = path + "/"
+                if request.url.query:
+                    target += "?" + request.url.query
+                return RedirectResponse(target, status_code=301)
+            full = full / "index.html"
+        if full is None or not self._visible(full) or not full.is_file():
+            return self.not_found()
+        return self.file(full)
+
+    def file(self, full: Path, status: int = 200) -> Response:
+        if full.suffix.lower() in HTML_SUFFIXES:
+            return self.html(full.read_bytes(), status)
+        media_type = mimetypes.guess_type(full.name)[0] or "application/octet-stream"
+        return FileResponse(
+            full,
+            status_code=status,
+            media_type=media_type,
+            headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
+        )
+
+    def html(self, content: bytes, status: int = 200) -> Response:
+        # no-store: the page holds the token, and a rebuilt page must not come from a cache.
+        return Response(
+            inject(content, self.snippet()),
+            status_code=status,
+            media_type="text/html",
+            headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
+        )
+
+    def not_found(self) -> Response:
+        page = self.root / "404.html"
+        if page.is_file():
+            return self.html(page.read_bytes(), 404)
+        return self.html(NOT_FOUND_HTML, 404)
+
+
+class OverlayFiles:
+    """The overlay's JavaScript and CSS under `/__annotate/overlay/`."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root.resolve() if root else None
+
+    async def handle(self, request: Request) -> Response:
+        name = request.path_params.get("path", "")
+        full = safe_file(self.root, name) if self.root else None
+        if full is None or not full.is_file():
+            return error_response(404, NOT_FOUND, f"No overlay file {name!r}")
+        media_type = mimetypes.guess_type(full.name)[0] or "application/octet-stream"
+        return FileResponse(
+            full,
+            media_type=media_type,
+            headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
+        )

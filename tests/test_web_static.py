@@ -1,0 +1,185 @@
+"""Static sites with the overlay injected, the overlay's files, and the review page."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from annotate.store import Store
+from annotate.web import app as web_app
+from annotate.web import create_app, inject
+from annotate.web.static import find_overlay_dir
+
+from .conftest import element_note, text_note
+
+TOKEN = "test-token-0123456789abcdef"
+BASE = "http://127.0.0.1:8000"
+CONFIG = re.compile(r'<script type="application/json" id="annotate-config">(.*?)</script>')
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    root = tmp_path / "site"
+    (root / "guide").mkdir(parents=True)
+    (root / "assets").mkdir()
+    (root / "index.html").write_text("<html><body><p>Home</p></body></html>")
+    (root / "guide" / "index.html").write_text(
+        "<html><BODY><script>var s = '</body>';</script><p>Guide</p></BODY></html>"
+    )
+    (root / "assets" / "site.css").write_text("body { color: red }")
+    (root / "assets" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (root / "plain.htm").write_text("no body tag at all")
+    return root
+
+
+@pytest.fixture
+def client(store: Store, site: Path) -> TestClient:
+    return TestClient(create_app(store, token=TOKEN, site_dir=site), base_url=BASE)
+
+
+def test_html_gets_the_overlay(client: TestClient) -> None:
+    r = client.get("/")
+    assert r.status_code == 200
+    assert r.headers["content-type"] == "text/html; charset=utf-8"
+    assert r.headers["cache-control"] == "no-store"
+    assert r.text.startswith("<html><body><p>Home</p>")
+    assert r.text.endswith(
+        '<link rel="stylesheet" href="/__annotate/overlay/annotate.css">\n'
+        '<script src="/__annotate/overlay/annotate.js" defer></script>\n'
+        "</body></html>"
+    )
+    config = json.loads(CONFIG.search(r.text)[1])
+    assert config == {
+        "token": TOKEN,
+        "api": "/__annotate/api/",
+        "readOnly": False,
+        "version": config["version"],
+        "tokenHeader": "X-Annotate-Token",
+    }
+
+
+def test_injected_before_the_last_body_end_tag(client: TestClient) -> None:
+    r = client.get("/guide/")
+    before, _, after = r.text.partition('<script type="application/json"')
+    assert "var s = '</body>';" in before and "<p>Guide</p>" in before
+    assert after.endswith("</BODY></html>")
+
+
+def test_html_without_body_gets_it_appended(client: TestClient) -> None:
+    r = client.get("/plain.htm")
+    assert r.text.startswith("no body tag at all<script")
+
+
+def test_directories(client: TestClient) -> None:
+    r = client.get("/guide", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (301, "/guide/")
+    r = client.get("/guide?x=1", follow_redirects=False)
+    assert r.headers["location"] == "/guide/?x=1"
+    assert "<p>Guide</p>" in client.get("/guide/index.html").text
+
+
+def test_other_files_are_served_as_they_are(client: TestClient, site: Path) -> None:
+    r = client.get("/assets/site.css")
+    assert r.headers["content-type"].startswith("text/css")
+    assert r.text == "body { color: red }"
+    r = client.get("/assets/logo.png")
+    assert (r.headers["content-type"], r.content) == ("image/png", b"\x89PNG\r\n\x1a\n")
+    assert client.head("/assets/logo.png").status_code == 200
+
+
+def test_404(client: TestClient, site: Path) -> None:
+    r = client.get("/missing/")
+    assert r.status_code == 404
+    assert "404 Not found" in r.text and 'id="annotate-config"' in r.text
+    (site / "404.html").write_text("<html><body>Lost?</body></html>")
+    r = client.get("/missing/")
+    assert r.status_code == 404
+    assert r.text.startswith("<html><body>Lost?<script")
+
+
+def test_read_only_pages_say_so(store: Store, site: Path) -> None:
+    client = TestClient(
+        create_app(store, token=TOKEN, site_dir=site, read_only=True), base_url=BASE
+    )
+    assert json.loads(CONFIG.search(client.get("/").text)[1])["readOnly"] is True
+    assert "Read-only" in client.get("/__annotate/").text
+
+
+def test_no_site_means_no_pages(store: Store) -> None:
+    client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
+    r = client.get("/index.html")
+    assert (r.status_code, r.json()["code"]) == (404, "not_found")
+
+
+def test_inject_works_on_bytes_in_any_case() -> None:
+    assert inject(b"<p>\xe9</p></Body>", "<x>") == b"<p>\xe9</p><x></Body>"
+
+
+# -- overlay files ------------------------------------------------------------------------------
+
+
+def test_overlay_files(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "annotate.js").write_text("console.log('hi')")
+    (overlay / "annotate.css").write_text(":host{}")
+    monkeypatch.setattr(web_app, "find_overlay_dir", lambda: overlay)
+    client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
+    r = client.get("/__annotate/overlay/annotate.js")
+    assert r.headers["content-type"].startswith("text/javascript")
+    assert r.text == "console.log('hi')"
+    assert (
+        client.get("/__annotate/overlay/annotate.css")
+        .headers["content-type"]
+        .startswith("text/css")
+    )
+    r = client.get("/__annotate/overlay/missing.js")
+    assert (r.status_code, r.json()["code"]) == (404, "not_found")
+
+
+def test_overlay_folder_is_found_in_a_checkout() -> None:
+    found = find_overlay_dir()
+    assert found is not None and found.name == "overlay"
+
+
+# -- the review page ----------------------------------------------------------------------------
+
+
+def test_review_page(client: TestClient, store: Store) -> None:
+    a = store.add_annotation(text_note())
+    store.add_agent_reply(a.id, "Added a pipx line.")
+    store.address_annotation(a.id)
+    e = store.add_annotation(element_note(pageUrl="/other/", pageTitle="Other page"))
+    n = store.add_page_note({"pageUrl": "/guide/install/", "note": "Split this page"})
+    done = store.add_annotation(text_note(note="Old news"))
+    store.accept(done.id)
+
+    r = client.get("/__annotate/")
+    assert r.status_code == 200
+    page = r.text
+    assert '<li class="s-open">2 open</li>' in page
+    assert '<li class="s-addressed">1 addressed</li>' in page
+    assert '<li class="s-resolved">1 resolved</li>' in page
+    assert '<a href="/guide/install/">Install</a>' in page
+    assert '<a href="/other/">Other page</a>' in page
+    for item in (a, e, n):
+        assert item.id in page
+    assert "Added a pipx line." in page
+    assert done.id not in page  # resolved: only when asked for
+
+    page = client.get("/__annotate/?status=resolved").text
+    assert done.id in page and a.id not in page
+    page = client.get("/__annotate/?page=/other/&status=open").text
+    assert e.id in page and a.id not in page and n.id not in page
+    page = client.get("/__annotate/?type=page").text
+    assert n.id in page and a.id not in page
+    page = client.get("/__annotate/?q=PIPX").text
+    assert a.id in page and e.id not in page
+    page = client.get("/__annotate/?anchor=orphaned").text
+    assert "No notes match these filters." in page
+    r = client.get("/__annotate", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (301, "/__annotate/")
