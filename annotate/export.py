@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
 from .models import Annotation, PageNote, Reply, Review
+from .store import pause_gc
 
 if TYPE_CHECKING:
     from .store import Store
@@ -50,7 +51,8 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
         include_resolved = format != "markdown"
     annotations, notes = store.all_items(include_resolved=include_resolved)
     if format == "markdown":
-        return to_markdown(annotations, notes)
+        with pause_gc():
+            return to_markdown(annotations, notes)
     if format == "json":
         return json.dumps(to_json(annotations, notes, store.list_reviews()), indent=2)
     return json.dumps(to_w3c(annotations, notes), indent=2, ensure_ascii=False)
