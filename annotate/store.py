@@ -75,6 +75,28 @@ Item = Annotation | PageNote
 Row = Mapping[str, Any]
 LABELS = {"annotations": "Annotation", "page_notes": "Page note"}
 
+# One write lock per database file and process. SQLite serialises writers anyway, but a connection
+# that finds the file locked backs off in sleeps of up to 100 ms; threads of one process (the web
+# server's) queue here instead. Other processes still meet SQLite's busy timeout.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: Path) -> threading.RLock:
+    key = os.path.realpath(path)
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(key, threading.RLock())
+
+
+def _forget_write_locks() -> None:
+    # A lock held by another thread at fork time would never be released in the child.
+    global _WRITE_LOCKS_GUARD
+    _WRITE_LOCKS.clear()
+    _WRITE_LOCKS_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_write_locks)
+
 
 def now() -> str:
     """ISO 8601 UTC with milliseconds, e.g. `2026-11-21T10:30:00.123Z`."""
@@ -203,25 +225,32 @@ class Store:
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
         """One transaction: IMMEDIATE for writes (no lock upgrade races), deferred for reads."""
         conn = self.conn
+        lock = _write_lock(self.path) if write else None
+        if lock is not None:
+            lock.acquire()
         try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.Error as e:
-            raise self._translate(e) from None
-        try:
-            yield conn
-        except BaseException as e:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(e, sqlite3.Error):
-                raise self._translate(e) from None
-            raise
-        else:
             try:
-                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.Error as e:
+                raise self._translate(e) from None
+            try:
+                yield conn
+            except BaseException as e:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise self._translate(e) from None
+                if isinstance(e, sqlite3.Error):
+                    raise self._translate(e) from None
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as e:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise self._translate(e) from None
+        finally:
+            if lock is not None:
+                lock.release()
 
     def _migrate(self) -> None:
         try:
