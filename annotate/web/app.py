@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -165,16 +164,11 @@ class Api:
         self.store = store
         self.feed = feed
         self.anchors = Anchors(store)
-        # Writers from this process queue here instead of in SQLite's busy handler, which sleeps
-        # in steps of up to 100 ms: under concurrent writes that made the slowest ones wait ~1 s.
-        self._write_lock = threading.Lock()
 
     async def _write(self, fn: Callable[..., Any], *args: Any) -> Any:
-        def locked() -> Any:
-            with self._write_lock:
-                return fn(*args)
-
-        return await run_in_threadpool(locked)
+        # Concurrent writers of this process queue on the store's per-file write lock, not in
+        # SQLite's busy handler (which sleeps in steps of up to 100 ms).
+        return await run_in_threadpool(fn, *args)
 
     # annotations
 
