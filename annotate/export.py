@@ -8,6 +8,7 @@ the intent and suggestion, and the Markdown `path:lines` when known.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -39,6 +40,8 @@ ANCHOR_MARKS = {
     "orphaned": "⚠️ [Orphaned: could not locate the text]",
 }
 ROLE_LABELS = {"reviewer": "Reviewer", "agent": "Agent"}
+# Every character str.splitlines() splits on.
+LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def render(store: Store, format: str, *, include_resolved: bool | None = None) -> str:
@@ -134,6 +137,9 @@ def _block(
 ) -> list[str]:
     if not text:
         return []
+    if not fence and not skip_first and not LINE_BREAK.search(text):
+        # The common one-line note, without the general path's list building.
+        return [f"{indent}{'> ' if quote else ''}{text}".rstrip()]
     rows = text.splitlines() or [""]
     if skip_first:
         rows = rows[1:]
@@ -151,6 +157,9 @@ def _block(
 def _replies(replies: Iterable[Reply], indent: str) -> list[str]:
     out: list[str] = []
     for r in replies:
+        if not LINE_BREAK.search(r.message):
+            out.append(f"{indent}> **{ROLE_LABELS.get(r.role, r.role)}:** {r.message}".rstrip())
+            continue
         first, *rest = r.message.splitlines() or [""]
         out.append(f"{indent}> **{ROLE_LABELS.get(r.role, r.role)}:** {first}".rstrip())
         out += [f"{indent}> {line}".rstrip() for line in rest]
