@@ -24,6 +24,7 @@ import sqlite_utils
 
 from . import reconcile
 from . import validation as validate
+from .anchoring import Selector
 from .errors import (
     AnnotateError,
     AnnotationNotFound,
@@ -429,6 +430,37 @@ class Store:
         if where:
             sql += " WHERE " + " AND ".join(where)
         return self._select(sql + " ORDER BY rowid", params)
+
+    def text_selectors(
+        self, page_url: str, *, include_resolved: bool = False
+    ) -> list[tuple[str, Selector]]:
+        """The id and selector of each text annotation of a page, in creation order.
+
+        For re-anchoring in the page's text (the anchor route): no replies and no Markdown
+        reconciliation, which positions in the page text do not depend on.
+        """
+        sql = (
+            "SELECT id, quote_exact, selected_text, quote_prefix, quote_suffix, position_start, "
+            "position_end, replaced_text FROM annotations WHERE page_url = ? AND type = 'text'"
+        )
+        if not include_resolved:
+            sql += " AND status != 'resolved'"
+        with self._tx(write=False) as conn:
+            rows = conn.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
+        return [
+            (
+                id,
+                Selector(
+                    exact=exact or selected or "",
+                    prefix=prefix or "",
+                    suffix=suffix or "",
+                    start=start,
+                    end=end,
+                    replaced_text=replaced or None,
+                ),
+            )
+            for id, exact, selected, prefix, suffix, start, end, replaced in rows
+        ]
 
     # -- lazy reconciliation (SPEC §5, seeds/001 §4.3) -------------------------------------
 

@@ -381,3 +381,20 @@ def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert new.get_annotation(a.id).note == a.note  # data kept
     Store(path).close()
     assert calls == [1]
+
+
+def test_text_selectors_of_a_page(store: Store) -> None:
+    a = store.add_annotation(text_note())
+    store.add_annotation(element_note())
+    b = store.add_annotation(text_note(quote=None, position=None, selectedText="mkdocs serve"))
+    store.add_annotation(text_note(pageUrl="/other/"))
+    store.update_annotation_target(a.id, "pipx install mkdocs-annotate")
+    store.accept(b.id)
+    pairs = store.text_selectors("/guide/install/")
+    assert [(id, s.exact, s.prefix, s.suffix, s.start, s.end, s.replaced_text) for id, s in pairs] == [
+        (a.id, "pip install mkdocs-annotate", "Run ", " in a shell", 120, 147, "pipx install mkdocs-annotate")
+    ]  # fmt: skip
+    assert [id for id, _ in store.text_selectors("/guide/install/", include_resolved=True)] == [
+        a.id,
+        b.id,
+    ]

@@ -13,18 +13,13 @@ import json
 import pickle
 import threading
 from collections import OrderedDict
-from typing import Any
 
-from ..anchoring import Selector, locate_many
+from ..anchoring import locate_many
 from ..store import Store
 
 __all__ = ["Anchors"]
 
 CACHE_SIZE = 64  # pages; each entry is one small list
-SELECTORS_SQL = (
-    "SELECT id, quote_exact, selected_text, quote_prefix, quote_suffix, position_start, "
-    "position_end, replaced_text FROM annotations WHERE page_url = ? AND type = 'text'"
-)
 
 
 class Anchors:
@@ -34,20 +29,12 @@ class Anchors:
         self._cache: OrderedDict[bytes, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _rows(self, page_url: str, include_resolved: bool) -> list[tuple[Any, ...]]:
-        # One SELECT is one consistent snapshot; plain tuples, as they are hashed on every call.
-        # (Library change proposed: `Store.text_selectors(page_url, include_resolved=...)`.)
-        sql = SELECTORS_SQL + ("" if include_resolved else " AND status != 'resolved'")
-        cursor = self.store.conn.cursor()
-        cursor.row_factory = None
-        return cursor.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
-
     def locate(self, page_url: str, text: str, include_resolved: bool) -> bytes:
         """`{"anchors": [...]}` as JSON bytes, one entry per text annotation of the page."""
-        rows = self._rows(page_url, include_resolved)
-        # pickle is injective: equal bytes mean equal rows (equal rows may, rarely, differ in
+        pairs = self.store.text_selectors(page_url, include_resolved=include_resolved)
+        # pickle is injective: equal bytes mean equal selectors (equal ones may, rarely, differ in
         # bytes through its memo: a needless miss, never a wrong answer).
-        key = hashlib.sha256(pickle.dumps((page_url, include_resolved, rows), protocol=5))
+        key = hashlib.sha256(pickle.dumps((page_url, include_resolved, pairs), protocol=5))
         key.update(b"\x00")
         key.update(text.encode("utf-8", "surrogatepass"))
         digest = key.digest()
@@ -55,23 +42,13 @@ class Anchors:
             if digest in self._cache:
                 self._cache.move_to_end(digest)
                 return self._cache[digest]
-        selectors = [
-            Selector(
-                exact=exact or selected or "",
-                prefix=prefix or "",
-                suffix=suffix or "",
-                start=start,
-                end=end,
-                replaced_text=replaced or None,
-            )
-            for _, exact, selected, prefix, suffix, start, end, replaced in rows
-        ]
+        selectors = [selector for _, selector in pairs]
         matches = locate_many(text, selectors)
         anchors = [
-            {"id": row[0], "start": m.start, "end": m.end, "score": m.score, "method": m.method}
+            {"id": id, "start": m.start, "end": m.end, "score": m.score, "method": m.method}
             if m is not None
-            else {"id": row[0], "start": None, "end": None, "score": None, "method": None}
-            for row, m in zip(rows, matches, strict=True)
+            else {"id": id, "start": None, "end": None, "score": None, "method": None}
+            for (id, _), m in zip(pairs, matches, strict=True)
         ]
         answer = json.dumps({"anchors": anchors}, separators=(",", ":")).encode()
         with self._lock:
