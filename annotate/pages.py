@@ -9,7 +9,7 @@ server side, never from a browser, and never leaves the project folder (SPEC §5
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 __all__ = ["candidates", "docs_dir", "resolve_page", "safe_path"]
 
@@ -51,12 +51,22 @@ def candidates(page_url: str, *, directory_urls: bool = True) -> list[str]:
 
 
 def safe_path(project: Path, relative: str) -> Path | None:
-    """`project / relative` if it stays inside the project (symlinks resolved), else None."""
-    if not relative or PurePosixPath(relative).is_absolute() or "\\" in relative:
+    """`project / relative`, symlinks resolved, if it stays inside the project; else None.
+
+    Refuses empty, absolute and drive paths, backslashes, NUL, `..` parts, symlink loops and
+    symlinks that lead out (SPEC §5: no path outside the project is ever read).
+    """
+    if not relative or "\0" in relative or "\\" in relative:
         return None
-    root = project.resolve()
-    full = (root / relative).resolve()
-    if full != root and root not in full.parents:
+    parts = PurePosixPath(relative)
+    if parts.is_absolute() or PureWindowsPath(relative).anchor or ".." in parts.parts:
+        return None
+    try:
+        root = project.resolve()
+        full = (root / parts).resolve()
+    except (OSError, RuntimeError):  # symlink loop
+        return None
+    if full == root or not full.is_relative_to(root):
         return None
     return full
 

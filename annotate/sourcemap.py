@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
 from itertools import accumulate
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from markdown_it import MarkdownIt
@@ -30,6 +30,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from .anchoring import locate
+from .pages import safe_path
 
 __all__ = [
     "ProjectedText",
@@ -599,29 +600,11 @@ def locate_in_markdown(
 
 
 def _resolve_inside(project_dir: str | Path, rel_path: str) -> tuple[Path, str] | None:
-    """The file `rel_path` names inside `project_dir`, or None when it would leave the project.
-
-    Refuses absolute paths, `..` parts and symlinks that resolve outside (SPEC §5: no path outside
-    the project is ever read).
-    """
-    if not rel_path or "\0" in rel_path:
+    """The existing file `rel_path` names inside `project_dir`, and its POSIX path relative to it."""
+    target = safe_path(Path(project_dir), rel_path)
+    if target is None or not target.is_file():
         return None
-    parts = PurePath(rel_path)
-    if (
-        parts.is_absolute()
-        or parts.anchor
-        or rel_path.startswith(("/", "\\"))
-        or ".." in parts.parts
-    ):
-        return None
-    try:
-        root = Path(project_dir).resolve(strict=True)
-        target = (root / parts).resolve(strict=True)
-    except (OSError, RuntimeError):  # missing file, symlink loop
-        return None
-    if not target.is_relative_to(root) or not target.is_file():
-        return None
-    return target, target.relative_to(root).as_posix()
+    return target, target.relative_to(Path(project_dir).resolve()).as_posix()
 
 
 def map_source(
