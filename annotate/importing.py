@@ -160,7 +160,7 @@ def _annotation_row(
 
 
 def _ours(data: Mapping[str, Any]) -> Rows:
-    annotations, notes, replies, reviews = [], [], [], []
+    annotations, replies, reviews = [], [], []
     review_of: dict[str, str] = {}
     for i, r in enumerate(_list(data, "reviews")):
         where = f"reviews[{i}]"
@@ -197,16 +197,8 @@ def _ours(data: Mapping[str, Any]) -> Rows:
             replies += _replies(a, row["id"], "reviewer")
         except ValidationError as e:
             raise _at(where, e) from None
-    for i, n in enumerate(_list(data, "pageNotes")):
-        where = f"pageNotes[{i}]"
-        try:
-            notes_row = _page_note_row(n, where)
-            notes_row["review_id"] = review_of.get(notes_row["id"])
-            notes.append(notes_row)
-            replies += _replies(n, notes_row["id"], "reviewer")
-        except ValidationError as e:
-            raise _at(where, e) from None
-    return annotations, notes, replies, reviews
+    notes, note_replies = _page_notes(data, review_of, default_role="reviewer")
+    return annotations, notes, replies + note_replies, reviews
 
 
 def _anchor(a: Mapping[str, Any]) -> dict[str, Any]:
@@ -238,6 +230,23 @@ def _anchor(a: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _page_notes(
+    data: Mapping[str, Any], review_of: Mapping[str, str], *, default_role: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The `pageNotes` of either format, and their replies."""
+    notes, replies = [], []
+    for i, n in enumerate(_list(data, "pageNotes")):
+        where = f"pageNotes[{i}]"
+        try:
+            row = _page_note_row(n, where)
+            row["review_id"] = review_of.get(row["id"])
+            notes.append(row)
+            replies += _replies(n, row["id"], default_role)
+        except ValidationError as e:
+            raise _at(where, e) from None
+    return notes, replies
+
+
 def _page_note_row(n: Any, where: str) -> dict[str, Any]:
     if not isinstance(n, Mapping):
         raise ValidationError("must be an object")
@@ -246,7 +255,7 @@ def _page_note_row(n: Any, where: str) -> dict[str, Any]:
 
 
 def _inline_review(data: Mapping[str, Any]) -> Rows:
-    annotations, notes, replies = [], [], []
+    annotations, replies = [], []
     for i, a in enumerate(_list(data, "annotations")):
         where = f"annotations[{i}]"
         try:
@@ -278,13 +287,5 @@ def _inline_review(data: Mapping[str, Any]) -> Rows:
             replies += _replies(a, row["id"], "agent")
         except ValidationError as e:
             raise _at(where, e) from None
-    for i, n in enumerate(_list(data, "pageNotes")):
-        where = f"pageNotes[{i}]"
-        try:
-            row = _page_note_row(n, where)
-            row["review_id"] = None
-            notes.append(row)
-            replies += _replies(n, row["id"], "agent")
-        except ValidationError as e:
-            raise _at(where, e) from None
-    return annotations, notes, replies, []
+    notes, note_replies = _page_notes(data, {}, default_role="agent")
+    return annotations, notes, replies + note_replies, []
