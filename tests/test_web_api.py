@@ -16,6 +16,7 @@ from annotate.store import Store
 from annotate.web import create_app
 
 from .conftest import element_note, text_note
+from .test_lifecycle import TABLE as LIFECYCLE
 
 TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
@@ -167,24 +168,18 @@ def test_reply_refusals(client: TestClient, store: Store) -> None:
     assert r.json() == {"error": 'Unknown field "mood" in reply', "code": "invalid"}
 
 
-# (action, from) -> resulting status, or None where the store refuses (SPEC §3 table).
+# The status route's actions and the library calls behind them: the same SPEC §3 table applies.
+ROUTE_ACTIONS = {
+    "start": "set_in_progress",
+    "address": "address_annotation",
+    "accept": "accept",
+    "reopen": "reopen",
+}
 TRANSITIONS = {
-    ("start", "open"): "in_progress",
-    ("start", "in_progress"): "in_progress",
-    ("start", "addressed"): "in_progress",
-    ("start", "resolved"): None,
-    ("address", "open"): "addressed",
-    ("address", "in_progress"): "addressed",
-    ("address", "addressed"): "addressed",
-    ("address", "resolved"): None,
-    ("accept", "open"): "resolved",
-    ("accept", "in_progress"): "resolved",
-    ("accept", "addressed"): "resolved",
-    ("accept", "resolved"): None,
-    ("reopen", "open"): None,
-    ("reopen", "in_progress"): None,
-    ("reopen", "addressed"): "open",
-    ("reopen", "resolved"): "open",
+    (route, status): result
+    for route, call in ROUTE_ACTIONS.items()
+    for (action, status), result in LIFECYCLE.items()
+    if action == call
 }
 
 
