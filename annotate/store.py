@@ -902,6 +902,40 @@ class Store:
             ]
         return annotations, notes
 
+    def _outline(
+        self, *, include_resolved: bool
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
+        """What the Markdown export shows, as plain tuples in one snapshot (see `export`).
+
+        Objects cost twice the whole Markdown export at 100k notes; the columns the export does
+        not show (quote context, positions, excerpts) are not even read.
+        """
+        where = "" if include_resolved else " WHERE status != 'resolved'"
+        self._reconcile_where("1" if include_resolved else "status != 'resolved'")
+        with pause_gc(), self._tx(write=False) as conn:
+            cur = conn.cursor()
+            cur.row_factory = None
+            replies: dict[str, list[tuple[str, str]]] = {}
+            for parent, role, message in cur.execute(
+                "SELECT parent_id, role, message FROM replies ORDER BY rowid"
+            ):
+                if parent in replies:
+                    replies[parent].append((role, message))
+                else:
+                    replies[parent] = [(role, message)]
+            annotations = cur.execute(
+                "SELECT id, type, page_url, coalesce(page_title, ''), note, status, intent, "
+                "suggestion, selected_text, json_extract(element_selector, '$.cssSelector'), "
+                "json_extract(element_selector, '$.outerHtmlPreview'), source_path, "
+                "source_line_start, source_line_end, anchor_state, replaced_text "
+                f"FROM annotations{where} ORDER BY rowid"
+            ).fetchall()
+            notes = cur.execute(
+                "SELECT id, page_url, coalesce(page_title, ''), note, status "
+                f"FROM page_notes{where} ORDER BY rowid"
+            ).fetchall()
+        return annotations, notes, replies
+
     def summary(self) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
         self._reconcile_where("status != 'resolved'")

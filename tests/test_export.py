@@ -82,6 +82,32 @@ Exported: 2026-11-21 09:30 UTC
     )
 
 
+@pytest.mark.parametrize("include_resolved", [False, True])
+def test_markdown_from_rows_matches_objects(store: Store, include_resolved: bool) -> None:
+    """The store writes Markdown from plain rows; it must be what the objects give."""
+    made = [
+        store.add_annotation(text_note(note="Two\nlines", pageTitle="")),
+        store.add_annotation(element_note(pageUrl="/about/", pageTitle="About")),
+        store.add_annotation(element_note(elementSelector={"cssSelector": "p", "xpath": "/p"})),
+        store.add_annotation(text_note(intent="insert", suggestion="```code```\nmore")),
+        store.add_annotation(text_note(pageUrl="/about/", note="", intent="delete")),
+    ]
+    store.add_page_note({"pageUrl": "/about/", "pageTitle": "About!", "note": "First\nSecond"})
+    store.add_page_note({"pageUrl": "/new/", "note": "Only a page note"})
+    store.address_annotation(made[0].id, replaced_text="New\ttext")
+    store.add_agent_reply(made[0].id, "Done.\rSee the diff.")
+    store.add_reply(made[1].id, "Why?", role="reviewer")
+    store.accept(made[2].id)
+    store.conn.execute(
+        "UPDATE annotations SET source_path='docs/a.md', source_line_start=3, source_line_end=3, "
+        "anchor_state='stale' WHERE id=?", (made[3].id,),
+    )  # fmt: skip
+    body = store.export("markdown", include_resolved=include_resolved).split("\n", 2)[2]
+    expected = export.to_markdown(*store.all_items(include_resolved=include_resolved))
+    assert body == expected.split("\n", 2)[2]
+    assert ("Element **`p`**" in body) is include_resolved and "docs/a.md:3`" in body
+
+
 def test_markdown_leaves_resolved_out_unless_asked(store: Store) -> None:
     a = store.add_annotation(text_note(note="Resolved one"))
     store.add_annotation(text_note(note="Open one"))
