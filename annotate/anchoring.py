@@ -335,7 +335,18 @@ def locate_many(text: str | TextIndex, selectors: Iterable[Any]) -> list[Match |
     """
     index = text if isinstance(text, TextIndex) else TextIndex(text)
     queries = [_Query.of(Selector.coerce(selector)) for selector in selectors]
-    steps = [_exact_step(index, query) for query in queries]
+    # In page order, each quote is first looked for where its old position lands after the shift
+    # of the quote before it: an edit above moves everything below by the same amount, and one
+    # check there spares a search of the whole text per quote.
+    steps: list[tuple[list[_Candidate], bool]] = [([], True)] * len(queries)
+    shift = 0
+    for i in sorted(range(len(queries)), key=lambda i: queries[i].start or 0):
+        steps[i] = candidates, done = _exact_step(index, queries[i], shift)
+        old = queries[i].start
+        if done and old is not None and candidates:
+            found, ambiguous = _choose(candidates, old + shift)
+            if found is not None and not ambiguous:
+                shift = found.start - old
     pending = {i: _anchors(queries[i]) for i, (_, done) in enumerate(steps) if not done}
     if pending:
         index.lookup(key for anchors in pending.values() for key, _ in anchors)
@@ -383,20 +394,24 @@ def build_selector(
 # -- Steps ----------------------------------------------------------------------------------------
 
 
-def _exact_step(index: TextIndex, query: _Query) -> tuple[list[_Candidate], bool]:
-    """Candidates from the stored position or exact hits, and whether they are final."""
+def _exact_step(index: TextIndex, query: _Query, shift: int = 0) -> tuple[list[_Candidate], bool]:
+    """Candidates from the stored position (or that position moved by `shift`) or exact hits,
+    and whether they are final."""
     if not query.collapsed:
         return [], True
     start, end = query.start, query.end
-    if (
-        start is not None
-        and end is not None
-        and 0 <= start <= end <= len(index.text)
-        and _fold(index.text[start:end]) == query.quote
-    ):
-        held = _candidate(index, query, start, end, 1.0, "position", len(query.collapsed))
-        if held is not None and _context_agrees(held):
-            return [held], True
+    if start is not None and end == start + len(query.quote):
+        places: tuple[tuple[int, Method], ...] = ((start, "position"),)
+        if shift:
+            places += ((start + shift, "exact"),)
+        for at, method in places:
+            # The folded text keeps the offsets of the text.
+            if at >= 0 and index.folded.startswith(query.quote, at):
+                held = _candidate(
+                    index, query, at, at + len(query.quote), 1.0, method, len(query.collapsed)
+                )
+                if held is not None and _context_agrees(held):
+                    return [held], True
     candidates = _exact_candidates(index, query, query.quote, "exact")
     best, _ = _choose(candidates, query.start)
     if best is not None and _context_agrees(best):

@@ -232,6 +232,19 @@ def test_locate_many_uses_neighbours_to_follow_a_drifted_repeated_passage() -> N
     assert span(found[0]) == where(page, NOTE, 1)
 
 
+def test_locate_many_checks_the_shifted_position_before_searching() -> None:
+    # A paragraph added on top moves every quote by its length: each is found right there (an
+    # exact hit, not the stored position), and the repeated admonition too, at its shifted copy.
+    intro = "A new introduction paragraph, written after the review started.\n"
+    quotes = [select(PAGE, q) for q in ("Getting started", QUOTE, "Export the open notes")]
+    quotes.append(select(PAGE, NOTE, 1))
+    found = locate_many(intro + PAGE, quotes)
+    shifted = [(q["start"] + len(intro), q["end"] + len(intro)) for q in quotes]
+    assert [span(m) for m in found] == shifted
+    assert {m.method for m in found if m} == {"exact"}
+    assert [m.method for m in locate_many(PAGE, quotes) if m] == ["position"] * 4
+
+
 def test_repeated_quote_whose_place_was_deleted_is_not_guessed() -> None:
     # The annotated copy went with its section; the two left are in other contexts, and nothing
     # says which one the note was about.
