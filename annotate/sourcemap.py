@@ -117,6 +117,10 @@ class _Hit(NamedTuple):
     score: int
 
 
+# Runs of ASCII word characters take the fast path; `(.)` is every other (non-ASCII) character.
+_TOKENS = re.compile(r"(\s+)|(-+|\.+)|([^\s.\-\x80-\U0010ffff]+)|(.)", re.DOTALL)
+
+
 def normalise(text: str) -> tuple[str, list[int]]:
     """Fold `text` for matching and return it with, for each character, its index in `text`.
 
@@ -126,22 +130,36 @@ def normalise(text: str) -> tuple[str, list[int]]:
     """
     out: list[str] = []
     index: list[int] = []
-    for i, ch in enumerate(text):
-        if ch in _DROPPED:
-            continue
-        if ch.isspace():
+    last = ""  # the last character written, for collapsing runs
+    # Token by token rather than character by character: a page of Markdown is mostly runs of
+    # ASCII letters, folded by one `lower()` (the same as `casefold()` for ASCII).
+    for m in _TOKENS.finditer(text):
+        space, run, word, other = m.groups()
+        at = m.start()
+        if word:
+            out.append(word.lower())
+            index.extend(range(at, m.end()))
+            last = "a"
+        elif space or (other is not None and other.isspace()):
             # One space per run, kept: the search weighs words, and a line break in the rendered
             # text is any whitespace (or none) in the source.
-            if not out or out[-1] != " ":
+            if last != " ":
                 out.append(" ")
-                index.append(i)
-            continue
-        folded = _FOLDED.get(ch, ch)
-        if folded in _RUNS and out and out[-1] == folded:
-            continue
-        for c in folded.casefold():
-            out.append(c)
-            index.append(i)
+                index.append(at)
+                last = " "
+        elif run:
+            if last != run[0]:
+                out.append(run[0])
+                index.append(at)
+                last = run[0]
+        elif other not in _DROPPED:
+            folded = _FOLDED.get(other, other)
+            if folded in _RUNS and last == folded:
+                continue
+            folded = folded.casefold()
+            out.append(folded)
+            index.extend([at] * len(folded))
+            last = folded[-1]
     return "".join(out), index
 
 
@@ -159,6 +177,8 @@ class _View:
     @classmethod
     def decoded(cls, source: str, start: int, end: int) -> _View:
         """The region with backslash escapes and HTML entities decoded, as markdown-it reports text."""
+        if "\\" not in source[start:end] and "&" not in source[start:end]:
+            return cls.raw(source, start, end)
         chars: list[str] = []
         offsets: list[int] = []
         i = start
@@ -322,6 +342,9 @@ class _Projector:
 
     def _text(self, content: str) -> None:
         offsets = self.align(content)
+        if "{" not in content:
+            self.emit(content, offsets)
+            return
         # attr_list blocks are not shown: drop their characters after aligning the whole text.
         keep = [True] * len(content)
         for m in _ATTR_LIST.finditer(content):

@@ -364,6 +364,43 @@ def test_theme_text_is_not_in_the_source(theme_text: str) -> None:
     assert locate_in_markdown(read("about.md"), theme_text) is None
 
 
+def _normalise_by_character(text: str) -> tuple[str, list[int]]:
+    """`normalise` written the plain way, one character at a time: the reference."""
+    from annotate.sourcemap import _DROPPED, _FOLDED, _RUNS
+
+    out: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in _DROPPED:
+            continue
+        if ch.isspace():
+            if not out or out[-1] != " ":
+                out.append(" ")
+                index.append(i)
+            continue
+        folded = _FOLDED.get(ch, ch)
+        if folded in _RUNS and out and out[-1] == folded:
+            continue
+        for c in folded.casefold():
+            out.append(c)
+            index.append(i)
+    return "".join(out), index
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            list("aZ09 -._\t\n\x1c\xa0\u2003") + list("¶\u200b’“–—…ßİÉé") + ["\U0001f600"]
+        ),
+        max_size=60,
+    )
+    | st.text(max_size=40)
+)
+def test_normalise_equals_the_character_by_character_reference(text: str) -> None:
+    assert normalise(text) == _normalise_by_character(text)
+
+
 def test_normalise_folds_what_renderers_change() -> None:
     rendered, _ = normalise("It’s “done” – really—now… Ok\xa0\n  fine¶")
     source, _ = normalise('It\'s "done" -- really---now... ok fine')
