@@ -8,6 +8,7 @@
 """
 
 from .anchoring import Match, locate, locate_many
+from .context import Context
 from .errors import (
     AnnotateError,
     AnnotationNotFound,
@@ -44,6 +45,7 @@ __all__ = [
     "AnnotateError",
     "Annotation",
     "AnnotationNotFound",
+    "Context",
     "ElementSelector",
     "EmptyReplacedText",
     "EmptyReply",

@@ -15,9 +15,11 @@ from typing import Any, TypeVar
 
 import click
 
+from . import agents
 from . import store as store_module
+from .context import DEFAULT_LINES, MAX_LINES, Context
 from .errors import AnnotateError
-from .models import ANCHOR_STATES, STATUSES, Annotation, PageNote, Summary
+from .models import ANCHOR_STATES, STATUSES, Annotation, PageNote, Review, Summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -190,6 +192,44 @@ def _summary_text(s: Summary) -> str:
         lines.append(
             f"{s.pending_reviews} review{'' if s.pending_reviews == 1 else 's'} sent to the agent "
             "and not picked up yet."
+        )
+    return "\n".join(lines)
+
+
+def _context_text(found: Context) -> str:
+    lines = _item_block(found.item)
+    if found.warning:
+        lines.append(f"warning: {found.warning}")
+    if found.lines:
+        lines += [
+            "",
+            f"{found.path}, lines {found.first_line}-{found.last_line}:",
+            found.numbered(),
+        ]
+    return "\n".join(lines)
+
+
+def _review_text(review: Review, names: dict[str, str]) -> str:
+    notes = [*review.annotations, *review.page_notes]
+    head = f"Review {review.id} ({review.mode} mode, {review.status}), sent {review.created_at}"
+    lines = [head + ":"]
+    if review.message:
+        lines.append(f'message: "{review.message}"')
+    lines += [agents.mode_instructions(review.mode, names), ""]
+    lines.append(_listing(notes, "note", f"review {review.id}"))
+    return "\n".join(lines)
+
+
+def _reviews_text(items: Sequence[Review], pending: bool) -> str:
+    if not items:
+        return "No pending reviews." if pending else "No reviews."
+    lines = [f"{len(items)} review{'' if len(items) == 1 else 's'}:"]
+    for r in items:
+        n = len(r.annotations) + len(r.page_notes)
+        message = f' "{_short(r.message, 80)}"' if r.message else ""
+        lines.append(
+            f"[{r.id}] {r.mode} mode, {r.status}, {n} note{'' if n == 1 else 's'}, "
+            f"sent {r.created_at}{message}"
         )
     return "\n".join(lines)
 
@@ -399,6 +439,135 @@ def purge(ctx: Ctx, resolved: bool) -> None:
         raise click.UsageError("Say what to purge: annotate purge --resolved")
     n = ctx.store().purge_resolved()
     ctx.emit({"purged": n}, lambda: f"Purged {n} resolved item{'' if n == 1 else 's'}")
+
+
+@command(cli, "context")
+@click.argument("id")
+@click.option(
+    "--lines",
+    type=click.IntRange(0, MAX_LINES),
+    default=DEFAULT_LINES,
+    show_default=True,
+    help="Lines of Markdown to show before and after the note's lines.",
+)
+def context(ctx: Ctx, id: str, lines: int) -> None:
+    """Show a note with the current Markdown around it, line-numbered (get_context)."""
+    found = ctx.store().get_context(id, lines)
+    ctx.emit(found.to_dict(), lambda: _context_text(found))
+
+
+@command(cli, "wait")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, agents.MAX_WAIT_S),
+    default=agents.DEFAULT_WAIT_S,
+    show_default=True,
+    help="Seconds to wait at most.",
+)
+def wait(ctx: Ctx, timeout: float) -> None:
+    """Wait for the reviewer's "Send to agent" and take that review (wait_for_review)."""
+    review = ctx.store().wait_for_review(timeout)
+    if review is None:
+        message = agents.no_review(timeout, agents.CLI)
+        ctx.emit({"review": None, "instructions": message}, lambda: message)
+        return
+    data = {
+        "review": review.to_dict(),
+        "instructions": agents.mode_instructions(review.mode, agents.CLI),
+    }
+    ctx.emit(data, lambda: _review_text(review, agents.CLI))
+
+
+@command(cli, "reviews")
+@click.option("--pending", is_flag=True, help="Only reviews no agent has picked up yet.")
+def reviews(ctx: Ctx, pending: bool) -> None:
+    """List reviews ("Send to agent" batches), oldest first (list_reviews)."""
+    items = ctx.store().list_reviews(pending_only=pending)
+    ctx.emit([r.to_dict() for r in items], lambda: _reviews_text(items, pending))
+
+
+@command(cli, "review")
+@click.argument("id")
+def review(ctx: Ctx, id: str) -> None:
+    """Show one review with its notes (get_review)."""
+    found = ctx.store().get_review(id)
+    ctx.emit(found.to_dict(), lambda: _review_text(found, agents.CLI))
+
+
+@cli.command("mcp")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="Project folder (the folder of mkdocs.yml).",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    help="Database file (default: PROJECT/.annotate/annotations.db).",
+)
+def mcp(project: str, db: str | None) -> None:
+    """Run the MCP server over stdio, for coding agents (configured by `annotate setup`)."""
+    from .mcp_server import run
+
+    run(project, db)
+
+
+@cli.command("setup")
+@click.option(
+    "--agent",
+    "agent",
+    type=click.Choice(["claude", "codex", "opencode", "all"]),
+    default="all",
+    show_default=True,
+    help="Which agent to connect.",
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["project", "user"]),
+    default=None,
+    help="Write into the project (default) or into your home folder, for every project.",
+)
+@click.option("--uninstall", is_flag=True, help="Remove exactly what setup wrote.")
+@click.option(
+    "--command",
+    "server_command",
+    help="The command agents run for the MCP server (default: annotate, or its full path).",
+)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="Project folder (the folder of mkdocs.yml).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def setup(
+    agent: str,
+    scope: str | None,
+    uninstall: bool,
+    server_command: str | None,
+    project: str,
+    as_json: bool,
+) -> None:
+    """Connect coding agents: MCP configuration, skill files, .gitignore (idempotent)."""
+    from . import setup as setup_module
+
+    chosen = setup_module.AGENTS if agent == "all" else (agent,)
+    try:
+        if uninstall:
+            actions = setup_module.uninstall(project, chosen, scope)
+        else:
+            actions = setup_module.install(
+                project, chosen, scope or "project", command=server_command
+            )
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+    ctx = Ctx(project, None, as_json)
+    data = [{"action": a.verb, "path": str(a.path), "what": a.what} for a in actions]
+    none = "Nothing to remove." if uninstall else "Nothing to do."
+    ctx.emit(data, lambda: "\n".join(str(a) for a in actions) or none)
 
 
 @cli.command("serve")

@@ -15,6 +15,7 @@ import os
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ import sqlite_utils
 from . import reconcile
 from . import validation as validate
 from .anchoring import Selector
+from .context import Context, get_context
 from .errors import (
     AnnotateError,
     AnnotationNotFound,
@@ -1060,6 +1062,53 @@ class Store:
                         inserted.add(row["id"])
                         self._record(conn, _kind(table), row["id"], "imported", row["page_url"])
         return counts
+
+    # -- the agent's side (issue #7) ----------------------------------------------------------
+
+    def get_context(self, id: str, lines: int = 10) -> Context:
+        """The note with `lines` lines of its current Markdown around its source, line-numbered."""
+        return get_context(self, id, lines)
+
+    def list_annotations_page(
+        self,
+        page_url: str | None = None,
+        status: str | Iterable[str] | None = None,
+        *,
+        limit: int,
+        offset: int = 0,
+    ) -> list[Annotation]:
+        """`list_annotations` a page at a time: at most `limit` from `offset`, in creation order.
+
+        Only the annotations returned are reconciled with their Markdown files.
+        """
+        for name, value in (("limit", limit), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}", name)
+        where, params = _filters(page_url, status, False)
+        sql = "SELECT * FROM annotations" + (" WHERE " + " AND ".join(where) if where else "")
+        return self._select(sql + " ORDER BY rowid LIMIT ? OFFSET ?", [*params, limit, offset])
+
+    def wait_for_review(
+        self, timeout_s: float = 50.0, *, poll_s: float = 0.25, stop: threading.Event | None = None
+    ) -> Review | None:
+        """Claim the oldest review no agent has picked up, waiting up to `timeout_s` seconds for
+        one ("Send to agent", from any process); None when none came or `stop` was set.
+
+        Polls a one-row read every `poll_s`; only a review found takes the write lock.
+        """
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            with self._tx(write=False) as conn:
+                pending = conn.execute(
+                    "SELECT 1 FROM reviews WHERE picked_up_at IS NULL LIMIT 1"
+                ).fetchone()
+            review = self.claim_review() if pending else None
+            left = deadline - time.monotonic()
+            if review is not None or left <= 0:
+                return review
+            stop.wait(min(poll_s, left))
+        return None
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -1,0 +1,133 @@
+"""The Markdown around a note, line-numbered: what `get_context` and `annotate context` show.
+
+Like `consider-cli context` (seeds/001 §6.2): the note with the current content of its Markdown file
+around the lines it points at, read after lazy reconciliation so the line numbers are today's. When
+a note has no lines (an element, a page note, a quote not found in the Markdown) the top of the page's
+file is shown instead, and `warning` says why; a stale or orphaned note gets a warning too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import ValidationError
+from .models import Annotation, PageNote
+from .pages import safe_path
+from .reconcile import MAX_SOURCE_BYTES
+
+if TYPE_CHECKING:
+    from .store import Store
+
+__all__ = ["DEFAULT_LINES", "MAX_LINES", "Context", "get_context"]
+
+DEFAULT_LINES = 10
+MAX_LINES = 500
+
+
+@dataclass(slots=True)
+class Context:
+    """A note and the lines of Markdown around it."""
+
+    item: Annotation | PageNote
+    # The Markdown file relative to the project, or None when no file is known.
+    path: str | None
+    # The lines the note points at (1-based, inclusive), or None when it has none.
+    line_start: int | None
+    line_end: int | None
+    # The lines shown, the first of them numbered `first_line`.
+    first_line: int
+    lines: tuple[str, ...]
+    warning: str | None = None
+
+    @property
+    def last_line(self) -> int:
+        return self.first_line + len(self.lines) - 1
+
+    def numbered(self) -> str:
+        """The lines as `  12 | text`, the note's own lines marked `>`."""
+        width = len(str(max(self.last_line, 1)))
+        out = []
+        for n, text in enumerate(self.lines, self.first_line):
+            target = self.line_start is not None and self.line_start <= n <= (self.line_end or n)
+            out.append(f"{'>' if target else ' '} {n:>{width}} | {text}".rstrip())
+        return "\n".join(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "annotation": self.item.to_dict(),
+            "path": self.path,
+            "lineStart": self.line_start,
+            "lineEnd": self.line_end,
+            "firstLine": self.first_line if self.lines else None,
+            "lastLine": self.last_line if self.lines else None,
+            "context": self.numbered(),
+            "warning": self.warning,
+        }
+
+
+def get_context(store: Store, id: str, lines: int = DEFAULT_LINES) -> Context:
+    """The note `id` with up to `lines` lines of its Markdown before and after its source lines."""
+    if isinstance(lines, bool) or not isinstance(lines, int) or not 0 <= lines <= MAX_LINES:
+        raise ValidationError(f"lines must be a whole number from 0 to {MAX_LINES}, got {lines!r}")
+    item = store.get(id)  # reconciles a text annotation whose file changed
+    source = item.source if isinstance(item, Annotation) else None
+    path = source.path if source else store._locator().page_file(item.page_url)
+    text = _read(store, path) if path else None
+    if text is None:
+        return Context(item, path, None, None, 1, (), _missing(item, path))
+    all_lines = text.splitlines()
+    if source is not None:
+        start = max(1, source.line_start - lines)
+        end = min(len(all_lines), source.line_end + lines)
+        shown = tuple(all_lines[start - 1 : end])
+        return Context(item, path, source.line_start, source.line_end, start, shown, _caution(item))
+    # No lines to point at: the top of the page's file.
+    shown = tuple(all_lines[: 2 * lines + 1])
+    return Context(item, path, None, None, 1, shown, _no_lines(item, path))
+
+
+def _read(store: Store, relative: str) -> str | None:
+    full = safe_path(store.project_dir, relative)
+    try:
+        if full is None or not full.is_file() or full.stat().st_size > MAX_SOURCE_BYTES:
+            return None
+        return full.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError:
+        return None
+
+
+def _caution(item: Annotation | PageNote) -> str | None:
+    if isinstance(item, Annotation) and item.anchor_state == "stale":
+        return (
+            "The annotated text was rewritten since the note was made (stale): these are the lines "
+            "where it was last seen. Check that the note still applies before editing."
+        )
+    return None
+
+
+def _missing(item: Annotation | PageNote, path: str | None) -> str:
+    if path is None:
+        return (
+            f"No Markdown file is known for page {item.page_url}: the page may come from a theme, "
+            "a macro or another generator. Find the text by its quote, or ask the reviewer."
+        )
+    return (
+        f"The Markdown file {path} is gone (orphaned): find where the text moved before acting, "
+        "or ask the reviewer."
+    )
+
+
+def _no_lines(item: Annotation | PageNote, path: str) -> str:
+    if isinstance(item, PageNote):
+        return f"A page note is about the whole page: {path}. The top of the file is shown."
+    if item.type == "element":
+        css = item.element_selector.css_selector if item.element_selector else "?"
+        return (
+            f"An element annotation points at the rendered page ({css}), not at Markdown lines: "
+            f"find the element in {path}. The top of the file is shown."
+        )
+    return (
+        f"The quote was not found in {path} (text from the theme, a macro or an include?). "
+        "The top of the file is shown."
+    )

@@ -1,0 +1,365 @@
+"""`annotate mcp`: the MCP server over stdio (SPEC §7), with the official `mcp` SDK.
+
+A drop-in for astro-inline-review's server (`seeds/003_8cb1700e38522664.txt`): the same eight tools,
+parameters and error texts, results as indented JSON text as it sends them, plus `get_context`,
+`wait_for_review`, `summary` and the reviews. Each tool is one library call. Library errors come
+back as `isError: true` with the library's message exactly (the SDK's `ToolError` would prefix
+"Error executing tool …", and an agent written for the reference knows the bare texts); bad
+arguments get the SDK's validation message. Nothing but protocol goes to stdout.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+import anyio.to_thread
+import pydantic_core
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from . import __version__
+from . import store as store_module
+from .agents import DEFAULT_WAIT_S, MAX_WAIT_S, mode_instructions, no_review, order_of_work
+from .context import DEFAULT_LINES, MAX_LINES
+from .errors import AnnotateError
+from .models import Review
+
+__all__ = ["TOOLS", "build_server", "run"]
+
+TOOLS = (
+    "list_annotations",
+    "list_page_notes",
+    "get_annotation",
+    "get_export",
+    "address_annotation",
+    "set_in_progress",
+    "add_agent_reply",
+    "update_annotation_target",
+    "get_context",
+    "wait_for_review",
+    "summary",
+    "list_reviews",
+    "get_review",
+)
+PROGRESS_EVERY_S = 10.0
+# A page of list_annotations: an agent's context holds ~50 annotations of indented JSON (~70 kB)
+# comfortably; Claude Code cuts tool output at 25k tokens by default.
+DEFAULT_LIST = 50
+MAX_LIST = 10_000
+MORE = (
+    "Showing annotations {first}–{last}; more match. Call list_annotations again with "
+    "offset={next}, or narrow the list with pageUrl or status."
+)
+
+INSTRUCTIONS = f"""\
+Review notes that a docs author left on the rendered MkDocs site of this project. Each annotation
+points at a Markdown file and lines (`source`); `anchorState` says how reliably (`anchored`, or
+`stale`/`orphaned`: the text was rewritten or the file is gone, so check before acting).
+Start with `summary` or `list_annotations`. For each note: {order_of_work()}.
+`wait_for_review` waits for the reviewer to press "Send to agent"; a review's mode is `edit` (apply
+the changes) or `review` (answer, change nothing yet). Replies are always allowed; a resolved note
+is the reviewer's and refuses every other change."""
+
+Id = Annotated[str, Field(description="The annotation ID (or page note ID), e.g. `a_3f9c01ab22`")]
+PageUrl = Annotated[
+    str | None, Field(description='Filter by page URL path (e.g. "/about/"); all pages if omitted')
+]
+Status = Annotated[
+    Literal["open", "in_progress", "addressed", "resolved", "all"] | None,
+    Field(
+        description="Filter by status; `all` includes resolved ones. Default: every status but "
+        "`resolved`"
+    ),
+]
+
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+class _Stores:
+    """Opens the store on first use, so a missing or corrupt file is a tool error, not a crash."""
+
+    def __init__(self, project: str | Path, db: str | Path | None) -> None:
+        self.project = project
+        self.db = db
+        self._store: store_module.Store | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> store_module.Store:
+        with self._lock:
+            if self._store is None:
+                if self.db:
+                    self._store = store_module.Store(self.db, project_dir=self.project)
+                else:
+                    self._store = store_module.open(self.project)
+            return self._store
+
+
+def _result(text: str, *, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+
+def _json(data: Any) -> str:
+    # json.dumps(data, indent=2, ensure_ascii=False), byte for byte; pydantic-core's encoder is
+    # ~4x faster than the stdlib's, which falls back to pure Python when indenting.
+    return pydantic_core.to_json(data, indent=2).decode()
+
+
+def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
+    if review is None:
+        return {"review": None, "instructions": no_review(timeout_s)}
+    return {"review": review.to_dict(), "instructions": mode_instructions(review.mode)}
+
+
+def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCPServer:
+    """The MCP server for the store of `project` (or the database file `db`)."""
+    stores = _Stores(project, db)
+    server = MCPServer(
+        name="mkdocs-annotate",
+        title="mkdocs-annotate review notes",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+    )
+
+    def call(
+        fn: Callable[[store_module.Store], Any], *, text: bool = False, raw: bool = False
+    ) -> CallToolResult:
+        try:
+            out = fn(stores.get())
+        except AnnotateError as e:
+            return _result(str(e), error=True)
+        return out if raw else _result(out if text else _json(out))
+
+    def tool(description: str, annotations: ToolAnnotations = WRITE) -> Callable[[Any], Any]:
+        return server.tool(description=description, annotations=annotations)
+
+    @tool(
+        "List review annotations, optionally filtered by page URL and status. Returns a JSON array "
+        "of annotation objects: id, type (`text` or `element`), pageUrl, pageTitle, note, status "
+        "(`open`, `in_progress`, `addressed`, `resolved`), intent and suggestion, selectedText "
+        "and quote (text annotations), elementSelector (element annotations), replacedText, "
+        "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
+        "file (relative to the project) and 1-based lines the note points at, null when it "
+        "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
+        "`orphaned`: the file is gone). Resolved annotations are left out unless asked for. At "
+        "most `limit` (50) are returned; when more match, a second text block says how to get "
+        "the next ones (`offset`). "
+        f"Order of work for each: {order_of_work()}.",
+        READ,
+    )
+    def list_annotations(
+        pageUrl: PageUrl = None,
+        status: Status = None,
+        limit: Annotated[
+            int,
+            Field(ge=1, le=MAX_LIST, description="At most this many annotations (default 50)"),
+        ] = DEFAULT_LIST,
+        offset: Annotated[
+            int, Field(ge=0, description="Skip this many first (for the next page)")
+        ] = 0,
+    ) -> CallToolResult:
+        def page(s: store_module.Store) -> CallToolResult:
+            found = s.list_annotations_page(pageUrl, status, limit=limit + 1, offset=offset)
+            result = _result(_json([a.to_dict() for a in found[:limit]]))
+            if len(found) > limit:
+                # A second block keeps the first one the reference's plain JSON array.
+                result.content.append(TextContent(type="text", text=MORE.format(
+                    first=offset + 1, last=offset + limit, next=offset + limit)))  # fmt: skip
+            return result
+
+        return call(page, raw=True)
+
+    @tool(
+        "List page notes: general comments about a whole page, not tied to text or an element. "
+        "Returns a JSON array of {id, pageUrl, pageTitle, note, status, replies, createdAt, "
+        "updatedAt, …}. Page notes take the same lifecycle tools as annotations "
+        "(set_in_progress, address_annotation, add_agent_reply) with their id.",
+        READ,
+    )
+    def list_page_notes(pageUrl: PageUrl = None, status: Status = None) -> CallToolResult:
+        return call(lambda s: [n.to_dict() for n in s.list_page_notes(pageUrl, status)])
+
+    @tool(
+        "Get a single annotation (or page note) by ID with full detail: note, quote or element, "
+        'source lines, anchorState, replies. Error: `Annotation with ID "..." not found`.',
+        READ,
+    )
+    def get_annotation(id: Id) -> CallToolResult:
+        return call(lambda s: s.get(id).to_dict())
+
+    @tool(
+        "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
+        "`🔧 [Addressed]` and `⏳ [In Progress]` marks, agent replies inline and the Markdown "
+        "`path:lines` of each note. A quick overview of everything before working.",
+        READ,
+    )
+    def get_export() -> CallToolResult:
+        return call(lambda s: s.export("markdown"), text=True)
+
+    @tool(
+        "Mark an annotation as addressed by the agent: status `addressed` (you acted on it; the "
+        "reviewer will Accept or Reopen it). Call it after editing the Markdown and "
+        "update_annotation_target, then explain the change with add_agent_reply. Optionally "
+        "give `replacedText`, the new text that replaced the original (text annotations only), "
+        'so the note can be re-located. Errors: `Annotation with ID "..." not found`, '
+        "`replacedText must not be empty`, `not a text annotation`, and a resolved note refuses "
+        "(reopen first).",
+    )
+    def address_annotation(
+        id: Annotated[str, Field(description="The annotation ID to mark as addressed")],
+        replacedText: Annotated[
+            str | None,
+            Field(
+                description="The new text that replaced the original annotated text (text "
+                "annotations only)"
+            ),
+        ] = None,
+    ) -> CallToolResult:
+        return call(lambda s: s.address_annotation(id, replacedText).to_dict())
+
+    @tool(
+        "Signal that you are about to start working on an annotation: status `in_progress`, so "
+        "the reviewer's page shows a working indicator while you edit and the site reloads. Call "
+        "this first, before editing the Markdown; then update_annotation_target, "
+        "address_annotation, add_agent_reply. Allowed from open, in_progress (no change) or "
+        'addressed (rework). Errors: `Annotation with ID "..." not found`; a resolved note '
+        "refuses (reopen first).",
+    )
+    def set_in_progress(
+        id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
+    ) -> CallToolResult:
+        return call(lambda s: s.set_in_progress(id).to_dict())
+
+    @tool(
+        "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
+        "a question, or asking one. Always allowed, whatever the status. Keep it short and about "
+        "this note; cross-cutting questions belong in the main conversation. Errors: "
+        '`Annotation with ID "..." not found`, `Reply message must not be empty`.',
+    )
+    def add_agent_reply(
+        id: Annotated[str, Field(description="The annotation ID to reply to")],
+        message: Annotated[str, Field(description="The reply: what was done, or your answer")],
+    ) -> CallToolResult:
+        return call(lambda s: s.add_agent_reply(id, message).to_dict())
+
+    @tool(
+        "Record the text that now stands where the annotated text was, after you edited the "
+        "Markdown, so the note is re-located on the page and in the source. Text annotations "
+        "only. Call it after the edit and before address_annotation. Returns the annotation "
+        'with `replacedText` and its new `source`. Errors: `Annotation with ID "..." not '
+        "found`, `replacedText must not be empty`, `not a text annotation`; a resolved note "
+        "refuses (reopen first).",
+    )
+    def update_annotation_target(
+        id: Annotated[str, Field(description="The annotation ID to update")],
+        replacedText: Annotated[
+            str, Field(description="The new text that replaced the original selected text")
+        ],
+    ) -> CallToolResult:
+        return call(lambda s: s.update_annotation_target(id, replacedText).to_dict())
+
+    @tool(
+        "The annotation with the current Markdown around it, line-numbered (`>` marks the lines "
+        "it points at): {annotation, path, lineStart, lineEnd, firstLine, lastLine, context, "
+        "warning}. Read it before editing. `warning` explains a stale or orphaned anchor, or why "
+        "there are no lines (element annotations and page notes show the top of the page's "
+        'file). Error: `Annotation with ID "..." not found`.',
+        READ,
+    )
+    def get_context(
+        id: Id,
+        lines: Annotated[
+            int,
+            Field(ge=0, le=MAX_LINES, description="Lines of Markdown to show before and after"),
+        ] = DEFAULT_LINES,
+    ) -> CallToolResult:
+        return call(lambda s: s.get_context(id, lines).to_dict())
+
+    @tool(
+        'Wait for the reviewer to press "Send to agent" in the browser, and take that review. '
+        "Returns at once with a review no agent has picked up yet, else blocks until one is sent "
+        "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, "
+        "annotations (with source and anchorState), pageNotes, …}, instructions}. Mode `edit`: "
+        "apply the changes, for each note " + order_of_work() + ". Mode `review`: answer each "
+        "note with add_agent_reply and mark it addressed, editing no file. After the timeout: "
+        '{review: null, instructions: "No review yet…"}; call it again to keep waiting.',
+        WRITE,
+    )
+    async def wait_for_review(
+        ctx: Context,
+        timeout_s: Annotated[
+            float, Field(ge=0, le=MAX_WAIT_S, description="Seconds to wait at most")
+        ] = DEFAULT_WAIT_S,
+    ) -> CallToolResult:
+        stop = threading.Event()
+        claim = functools.partial(
+            call, lambda s: _review(s.wait_for_review(timeout_s, stop=stop), timeout_s)
+        )
+        result: list[CallToolResult] = []
+
+        async def progress() -> None:
+            # Clients that reset their request timeout on progress keep waiting.
+            waited = 0.0
+            while True:
+                await anyio.sleep(PROGRESS_EVERY_S)
+                waited += PROGRESS_EVERY_S
+                await ctx.report_progress(waited, timeout_s, "Waiting for Send to agent")
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(progress)
+                result.append(await anyio.to_thread.run_sync(claim, abandon_on_cancel=True))
+                tg.cancel_scope.cancel()
+        finally:
+            stop.set()  # a cancelled call must not claim a review nobody will read
+        return result[0]
+
+    @tool(
+        "Counts of notes by status and anchor state, pages with notes, and reviews sent but not "
+        "picked up yet: is there work? {annotations, pageNotes, anchorStates, pages, "
+        "pendingReviews, openItems}. `openItems` counts open and in-progress notes.",
+        READ,
+    )
+    def summary() -> CallToolResult:
+        def counts(s: store_module.Store) -> dict[str, Any]:
+            found = s.summary()
+            return {**found.to_dict(), "openItems": found.open_items}
+
+        return call(counts)
+
+    @tool(
+        'Reviews ("Send to agent" batches), oldest first: {id, mode, message, status '
+        "(`pending` or `picked_up`), annotations, pageNotes, …}. `pendingOnly` keeps those no "
+        "agent has picked up; wait_for_review takes them.",
+        READ,
+    )
+    def list_reviews(
+        pendingOnly: Annotated[
+            bool, Field(description="Only reviews no agent has picked up yet")
+        ] = False,
+    ) -> CallToolResult:
+        return call(lambda s: [r.to_dict() for r in s.list_reviews(pending_only=pendingOnly)])
+
+    @tool(
+        "One review by ID with its mode, message, annotations (with sources) and page notes. "
+        'Error: `Review with ID "..." not found`.',
+        READ,
+    )
+    def get_review(
+        id: Annotated[str, Field(description="The review ID, e.g. `rv_3f9c01ab22`")],
+    ) -> CallToolResult:
+        return call(lambda s: s.get_review(id).to_dict())
+
+    return server
+
+
+def run(project: str | Path = ".", db: str | Path | None = None) -> None:
+    """Serve the MCP tools over stdio until the client closes the connection."""
+    build_server(project, db).run("stdio")

@@ -1,0 +1,474 @@
+"""`annotate setup`: connect coding agents to a project's review notes, and undo it exactly.
+
+For each agent (Claude Code, Codex, OpenCode) and scope (the project, or the user's home) it writes
+the MCP server's entry into the agent's configuration, merged with what is there, and a skill file
+that teaches the workflow (seeds/001 §8.1); `.annotate/` goes into the project's `.gitignore`.
+Everything written is recorded in `.annotate/config.json` (seeds/001 §4.5), so a second run changes
+nothing and `--uninstall` removes exactly that: our entries, never the user's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import store as store_module
+from .agents import CLI, MCP, mode_instructions, order_of_work
+from .errors import ValidationError
+
+__all__ = ["AGENTS", "SCOPES", "Action", "install", "skill_text", "uninstall"]
+
+AGENTS = ("claude", "codex", "opencode")
+SCOPES = ("project", "user")
+NAME = "mkdocs-annotate"  # the MCP server's key and the skill's name
+CONFIG = "config.json"
+CONFIG_VERSION = 1
+GITIGNORE_LINE = ".annotate/"
+IGNORED = {".annotate", ".annotate/", "/.annotate", "/.annotate/", ".annotate/*"}
+TOML_BEGIN = (
+    f"# {NAME}: begin (written by `annotate setup`; `annotate setup --uninstall` removes it)"
+)
+TOML_END = f"# {NAME}: end"
+OPENCODE_SCHEMA = "https://opencode.ai/config.json"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing setup did (or left alone), for the summary it prints."""
+
+    verb: str  # wrote, unchanged, removed, skipped
+    path: Path
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.path}: {self.what}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one agent keeps its MCP configuration and its skills, in one scope."""
+
+    agent: str
+    scope: str
+    mcp: Path
+    kind: str  # mcp-json (key `mcpServers` / `mcp`) or mcp-toml
+    skill: Path
+
+
+def targets(project: Path, agent: str, scope: str) -> Target:
+    home = Path.home()
+    base = project if scope == "project" else home
+    skill = Path("skills") / NAME / "SKILL.md"
+    if agent == "claude":
+        mcp = project / ".mcp.json" if scope == "project" else home / ".claude.json"
+        return Target(agent, scope, mcp, "mcp-json", base / ".claude" / skill)
+    if agent == "codex":
+        return Target(
+            agent, scope, base / ".codex" / "config.toml", "mcp-toml", base / ".codex" / skill
+        )
+    if scope == "project":
+        return Target(
+            agent, scope, project / "opencode.json", "mcp-json", project / ".opencode" / skill
+        )
+    config = home / ".config" / "opencode"
+    return Target(agent, scope, config / "opencode.json", "mcp-json", config / skill)
+
+
+def server_command() -> str:
+    """`annotate` when that is this installation's command on PATH, else its full path."""
+    here = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "annotate" else None
+    here = here or Path(sys.executable).parent / "annotate"
+    found = shutil.which("annotate")
+    if found and here.exists() and Path(found).resolve() == here.resolve():
+        return "annotate"
+    return str(here) if here.exists() else "annotate"
+
+
+# -- the files ----------------------------------------------------------------------------------
+
+
+def skill_text() -> str:
+    """The SKILL.md every agent gets (front matter `name`, `description`)."""
+    mcp, cli = MCP, CLI
+    return f"""\
+---
+name: {NAME}
+description: Review notes a docs author left on the rendered MkDocs site (mkdocs-annotate). Use when the user mentions review notes, annotations, feedback on the docs site, "Send to agent", an annotation id like a_3f9c01ab22, or `annotate`; and before starting work on the docs, to check for pending notes.
+---
+
+# Review notes on the docs site (mkdocs-annotate)
+
+The author reads the rendered site (`mkdocs serve`), selects text or an element, and writes a note.
+Each note is stored in `.annotate/annotations.db` (never in the docs, never in git) and points at a
+**Markdown file and line range** (`source`). You read the notes, edit the Markdown, and reply; the
+author sees your replies on the page and accepts or reopens each note.
+
+## When to check
+
+- Before starting work on the docs, and when the user says they left notes or feedback: run the
+  `summary` tool (or `annotate summary`). Nothing open and no pending review: say so briefly and
+  carry on with the main task.
+- When the user asks you to wait for their review, call `wait_for_review` (or `annotate wait`): it
+  returns when they press **Send to agent** and tells you the review's mode. After a timeout it says
+  "No review yet"; call it again if the user wants you to keep waiting.
+- When the user mentions a note by id, open it with `get_annotation` / `get_context`.
+
+## The workflow (MCP tools)
+
+1. `summary`, then `list_annotations` (filters `pageUrl`, `status`) and `list_page_notes`.
+2. For each note: `get_context` shows its Markdown with line numbers.
+3. Then, in this order: {order_of_work(mcp)}.
+
+## The same from the shell
+
+Every tool has a command; add `--json` for JSON. `annotate summary`, `annotate list [--page URL]`,
+`annotate notes`, `annotate get ID`, `annotate context ID`, `annotate wait`, then for each note:
+{order_of_work(cli)}. `annotate export` gives everything as Markdown.
+
+## Edit mode and review mode
+
+A review sent with **Send to agent** has a mode and an optional message from the author.
+
+- {mode_instructions("edit", mcp)}
+- {mode_instructions("review", mcp)}
+
+Without a review, edit only when the user or the note clearly asks for a change; otherwise reply.
+
+## Stale and orphaned notes
+
+`anchorState` is independent of the status. `anchored`: `source` points at the annotated text.
+`stale`: the text was rewritten since the note was made; `source` shows where it was last seen, so
+read the context and make sure the note still applies before editing, and say in your reply what you
+found. `orphaned`: the Markdown file is gone or renamed; do not guess, find the text by its quote or
+ask. Never act on a stale or orphaned note without checking.
+
+## Threads and the main conversation
+
+- A note's thread is for that note: reply there (`add_agent_reply`) with what you changed or your
+  answer, in a sentence or two.
+- The main conversation is for the task as a whole. Choose one channel per item: the thread for
+  local feedback, the main conversation for decisions that cut across notes.
+- When a note needs a longer discussion there, leave a short pointer in the thread rather than a
+  copy of the answer.
+- A note that is informational or a preference, with no change requested: acknowledge it briefly in
+  the thread; do not edit.
+- If the notes together suggest a different direction (not just line-level fixes), raise it in the
+  main conversation instead of replying piecemeal.
+- Do not edit files unless a note, the review's mode or the user clearly asks for a change.
+- Leave accepting and reopening to the author: `addressed` means it is their turn.
+
+## When something fails
+
+- `Annotation with ID "…" not found`: the note was deleted or the id is wrong; list the notes again.
+- `… is resolved; reopen it first`: the author closed it; leave it, or ask them to reopen it.
+  Replies are always allowed.
+- `replacedText must not be empty` / `not a text annotation`: give the new text, and only for text
+  annotations (element annotations and page notes have none).
+- `… is busy (another process is writing); try again`: retry in a moment.
+- `… is not a readable annotation database` or `… written by a newer mkdocs-annotate`: stop and
+  tell the user; do not delete `.annotate/`.
+- The MCP server is not available: use the `annotate` command instead; the store is the same.
+"""
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """The file's JSON object; `{{}}` if it does not exist; None if it cannot be merged."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write(path: Path, text: str) -> bool:
+    """Write if different; True when the file changed."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _mkdirs(folder: Path) -> list[str]:
+    """Create `folder` and missing parents; return those created, deepest first."""
+    made: list[str] = []
+    p = folder
+    while not p.exists():
+        made.append(str(p))
+        p = p.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _remove_dirs(dirs: Iterable[str]) -> None:
+    for d in dirs:  # deepest first
+        # Not empty (the user put something there), or gone: leave it.
+        with contextlib.suppress(OSError):
+            os.rmdir(d)
+
+
+def _mcp_entry(agent: str, command: str) -> tuple[str, dict[str, Any]]:
+    if agent == "claude":
+        return "mcpServers", {"command": command, "args": ["mcp"]}
+    return "mcp", {"type": "local", "command": [command, "mcp"], "enabled": True}
+
+
+def _toml_block(command: str) -> str:
+    return (
+        f"{TOML_BEGIN}\n[mcp_servers.{NAME}]\ncommand = {json.dumps(command)}\n"
+        f'args = ["mcp"]\n{TOML_END}\n'
+    )
+
+
+_TOML_OWN_TABLE = re.compile(rf'^\s*\[\s*mcp_servers\.(?:{NAME}|"{NAME}")\s*\]', re.M)
+_TOML_BLOCK = re.compile(rf"^{re.escape(TOML_BEGIN)}\n.*?^{re.escape(TOML_END)}\n?", re.M | re.S)
+
+
+# -- the record ---------------------------------------------------------------------------------
+
+
+class Record:
+    """`.annotate/config.json`: every file setup wrote to, with what to undo."""
+
+    def __init__(self, project: Path) -> None:
+        self.path = project / store_module.DEFAULT_DIR / CONFIG
+        data = _read_json(self.path)
+        if data is None:
+            raise ValidationError(f"{self.path} is not valid JSON; fix or delete it", "config")
+        self.installs: list[dict[str, Any]] = list(data.get("installs", []))
+
+    def find(self, kind: str, path: Path) -> dict[str, Any] | None:
+        for entry in self.installs:
+            if entry["kind"] == kind and entry["path"] == str(path):
+                return entry
+        return None
+
+    def add(self, entry: dict[str, Any]) -> None:
+        if self.find(entry["kind"], Path(entry["path"])) is None:
+            self.installs.append(entry)
+
+    def save(self) -> None:
+        if not self.installs:
+            self.path.unlink(missing_ok=True)
+            return
+        _write(self.path, _dump({"version": CONFIG_VERSION, "installs": self.installs}))
+
+
+# -- install ------------------------------------------------------------------------------------
+
+
+def _check(project: Path, chosen: Iterable[str], scope: str | None) -> list[str]:
+    if not project.is_dir():
+        raise ValidationError(f"Project folder {str(project)!r} does not exist", "project")
+    chosen = list(chosen)
+    for a in chosen:
+        if a not in AGENTS:
+            raise ValidationError(f"agent must be one of {', '.join(AGENTS)}, got {a!r}", "agent")
+    if scope is not None and scope not in SCOPES:
+        raise ValidationError(f"scope must be project or user, got {scope!r}", "scope")
+    return chosen
+
+
+def install(
+    project: str | os.PathLike[str] = ".",
+    agents: Iterable[str] = AGENTS,
+    scope: str = "project",
+    *,
+    command: str | None = None,
+) -> list[Action]:
+    """Connect the agents to the project's notes; idempotent. Returns what was done."""
+    root = Path(project).resolve()
+    chosen = _check(root, agents, scope)
+    store_module.open(root).close()  # .annotate/ with its own `*` .gitignore
+    record = Record(root)
+    command = command or server_command()
+    actions = [_gitignore(root, record)]
+    for agent in chosen:
+        t = targets(root, agent, scope)
+        actions.append(_install_mcp(t, record, command))
+        actions.append(_install_skill(t, record))
+    record.save()
+    return actions
+
+
+def _gitignore(root: Path, record: Record) -> Action:
+    path = root / ".gitignore"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = None
+    ours = record.find("gitignore", path)
+    if text is not None and any(line.strip() in IGNORED for line in text.splitlines()):
+        return Action("unchanged", path, f"{GITIGNORE_LINE} is ignored")
+    new = (text or "") + ("\n" if text and not text.endswith("\n") else "") + GITIGNORE_LINE + "\n"
+    path.write_text(new, encoding="utf-8")
+    if ours is None:
+        record.add({"agent": "*", "scope": "project", "kind": "gitignore", "path": str(path),
+                    "created": text is None})  # fmt: skip
+    return Action("wrote", path, f"added {GITIGNORE_LINE}")
+
+
+def _install_mcp(t: Target, record: Record, command: str) -> Action:
+    path = t.mcp
+    ours = record.find(t.kind, path)
+    if t.kind == "mcp-toml":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = None
+        block = _toml_block(command)
+        current = text or ""
+        if _TOML_BLOCK.search(current):
+            new = _TOML_BLOCK.sub(lambda m: block, current, count=1)
+        elif _TOML_OWN_TABLE.search(current):
+            return Action("skipped", path, f"[mcp_servers.{NAME}] is already configured by hand")
+        else:
+            sep = (
+                ""
+                if not current or current.endswith("\n\n")
+                else "\n"
+                if current.endswith("\n")
+                else "\n\n"
+            )
+            new = current + sep + block
+        entry = {"created": text is None}
+    else:
+        data = _read_json(path)
+        if data is None:
+            return Action(
+                "skipped", path, "not a JSON object; add the server by hand (docs/agents.md)"
+            )
+        key, server = _mcp_entry(t.agent, command)
+        existed = path.exists()
+        container_existed = isinstance(data.get(key), dict)
+        if not existed and t.agent == "opencode":
+            data["$schema"] = OPENCODE_SCHEMA
+        servers = data.setdefault(key, {}) if container_existed or key not in data else None
+        if servers is None:
+            return Action("skipped", path, f"{key!r} is not an object; add the server by hand")
+        servers[NAME] = server
+        new = _dump(data)
+        entry = {"created": not existed, "key": key, "containerCreated": not container_existed}
+    dirs = _mkdirs(path.parent)
+    changed = _write(path, new)
+    if ours is None:
+        record.add({"agent": t.agent, "scope": t.scope, "kind": t.kind, "path": str(path),
+                    **entry, "dirs": dirs})  # fmt: skip
+    return Action("wrote" if changed else "unchanged", path, f"MCP server {NAME!r} for {t.agent}")
+
+
+def _install_skill(t: Target, record: Record) -> Action:
+    ours = record.find("skill", t.skill)
+    dirs = _mkdirs(t.skill.parent)
+    changed = _write(t.skill, skill_text())
+    if ours is None:
+        record.add({"agent": t.agent, "scope": t.scope, "kind": "skill", "path": str(t.skill),
+                    "created": True, "dirs": dirs})  # fmt: skip
+    return Action("wrote" if changed else "unchanged", t.skill, f"skill for {t.agent}")
+
+
+# -- uninstall ----------------------------------------------------------------------------------
+
+
+def uninstall(
+    project: str | os.PathLike[str] = ".",
+    agents: Iterable[str] = AGENTS,
+    scope: str | None = None,
+) -> list[Action]:
+    """Remove what `install` recorded for these agents (and scope); the `.gitignore` line only
+    when every agent goes. Skill files installed before the record existed are found by path."""
+    root = Path(project).resolve()
+    chosen = _check(root, agents, scope)
+    record = Record(root)
+    every = set(chosen) == set(AGENTS) and scope is None
+    actions: list[Action] = []
+    keep: list[dict[str, Any]] = []
+    undone: list[dict[str, Any]] = []
+    for entry in record.installs:
+        wanted = entry["agent"] in chosen and scope in (None, entry["scope"])
+        if entry["kind"] == "gitignore":
+            wanted = every
+        if not wanted:
+            keep.append(entry)
+            continue
+        actions.append(_undo(entry))
+        undone.append(entry)
+    record.installs = keep
+    folders = {d for e in undone for d in e.get("dirs", [])}
+    # seeds/001 §8.3: without a record (older installs), look in the known places.
+    recorded = {e["path"] for e in record.installs} | {str(a.path) for a in actions}
+    for agent in chosen:
+        for s in SCOPES if scope is None else (scope,):
+            path = targets(root, agent, s).skill
+            if str(path) not in recorded and _is_our_skill(path):
+                actions.append(_undo({"kind": "skill", "path": str(path)}))
+                folders.add(str(path.parent))
+    # The folders setup made, once every file is gone, deepest first.
+    _remove_dirs(sorted(folders, key=lambda d: d.count(os.sep), reverse=True))
+    if (root / store_module.DEFAULT_DIR).is_dir():
+        record.save()
+    return actions
+
+
+def _is_our_skill(path: Path) -> bool:
+    try:
+        return f"\nname: {NAME}\n" in path.read_text(encoding="utf-8")[:200]
+    except OSError:
+        return False
+
+
+def _undo(entry: dict[str, Any]) -> Action:
+    path = Path(entry["path"])
+    kind = entry["kind"]
+    if not path.exists():
+        return Action("removed", path, "already gone")
+    if kind == "skill":
+        path.unlink()
+        return Action("removed", path, "skill")
+    text = path.read_text(encoding="utf-8")
+    if kind == "gitignore":
+        lines = text.splitlines(keepends=True)
+        for i in range(len(lines) - 1, -1, -1):
+            if lines[i].strip() == GITIGNORE_LINE:
+                del lines[i]
+                break
+        new = "".join(lines)
+    elif kind == "mcp-toml":
+        new = _TOML_BLOCK.sub("", text, count=1)
+        new = new.rstrip("\n") + "\n" if new.strip() else ""
+    else:
+        data = _read_json(path)
+        if data is None:
+            return Action("skipped", path, "not a JSON object any more; remove the server by hand")
+        key = entry.get("key", "mcpServers")
+        servers = data.get(key)
+        if isinstance(servers, dict):
+            servers.pop(NAME, None)
+            if not servers and entry.get("containerCreated"):
+                del data[key]
+        if entry.get("created") and set(data) <= {"$schema"}:
+            data = {}
+        new = _dump(data) if data else ""
+    if entry.get("created") and not new.strip():
+        path.unlink()
+        return Action("removed", path, "file written by setup")
+    _write(path, new)
+    return Action("removed", path, f"{NAME} entry")

@@ -1,0 +1,623 @@
+"""The MCP server in memory, through the SDK's own client (issue #7, SPEC §7).
+
+Every tool, every error text of the reference (`seeds/003_8cb1700e38522664.txt`), `isError` on
+failures, the reference's "Address all annotations" workflow, calls out of order, a corrupt store.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+import annotate
+from annotate import mcp_server
+from annotate.mcp_server import TOOLS, build_server
+
+from .conftest import element_note, text_note
+
+pytestmark = pytest.mark.anyio
+
+DOCS = Path(__file__).parent.parent / "docs"
+INSTALL_MD = """\
+# Install
+
+Some words first.
+
+Run pip install mkdocs-annotate in a shell.
+
+## Next
+
+Then add the plugin to mkdocs.yml and run mkdocs serve.
+"""
+# The eight tools of the reference, then ours.
+REFERENCE = (
+    "list_annotations",
+    "list_page_notes",
+    "get_annotation",
+    "get_export",
+    "address_annotation",
+    "set_in_progress",
+    "add_agent_reply",
+    "update_annotation_target",
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "mkdocs.yml").write_text("site_name: test\n")
+    (tmp_path / "docs" / "guide").mkdir(parents=True)
+    (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL_MD)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\nWelcome to the docs.\n")
+    return tmp_path
+
+
+@pytest.fixture
+def store(project: Path) -> annotate.Store:
+    s = annotate.open(project)
+    yield s
+    s.close()
+
+
+class Tools:
+    """Calls tools and splits each result into (is_error, text)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def raw(self, name: str, **args: Any) -> tuple[bool, str]:
+        result = await self.client.call_tool(name, args)
+        assert len(result.content) == 1
+        assert result.content[0].type == "text"
+        return bool(result.is_error), result.content[0].text
+
+    async def ok(self, name: str, **args: Any) -> Any:
+        is_error, text = await self.raw(name, **args)
+        assert not is_error, text
+        return text if name == "get_export" else json.loads(text)
+
+    async def error(self, name: str, **args: Any) -> str:
+        is_error, text = await self.raw(name, **args)
+        assert is_error, text
+        return text
+
+
+def tools(project: Path) -> Any:
+    """`async with tools(project) as t:` — a client connected in memory."""
+
+    class Session:
+        async def __aenter__(self) -> Tools:
+            self.client = Client(build_server(project))
+            return Tools(await self.client.__aenter__())
+
+        async def __aexit__(self, *exc: Any) -> None:
+            await self.client.__aexit__(*exc)
+
+    return Session()
+
+
+# -- the tool list ------------------------------------------------------------------------------
+
+
+async def test_tool_list(project: Path) -> None:
+    async with Client(build_server(project)) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(listed) == set(TOOLS)
+        assert set(REFERENCE) <= set(listed)
+        steps = ("set_in_progress", "edit the Markdown", "update_annotation_target")
+        steps += ("address_annotation", "add_agent_reply")
+        for name in ("list_annotations", "wait_for_review"):
+            text = listed[name].description
+            where = [text.find(step) for step in steps]
+            assert -1 not in where and where == sorted(where), (name, where)
+        assert "Mode `edit`" in listed["wait_for_review"].description
+        assert "Mode `review`" in listed["wait_for_review"].description
+        assert "edit" in client.instructions and "review" in client.instructions
+        # The reference's parameter names, unchanged.
+        props = {n: set(t.input_schema.get("properties", {})) for n, t in listed.items()}
+        assert props["list_annotations"] == {"pageUrl", "status", "limit", "offset"}
+        assert props["list_page_notes"] >= {"pageUrl"}
+        assert props["get_annotation"] == {"id"}
+        assert props["get_export"] == set()
+        assert props["address_annotation"] == {"id", "replacedText"}
+        assert props["set_in_progress"] == {"id"}
+        assert props["add_agent_reply"] == {"id", "message"}
+        assert props["update_annotation_target"] == {"id", "replacedText"}
+        assert props["get_context"] == {"id", "lines"}
+        assert props["wait_for_review"] == {"timeout_s"}
+        assert listed["update_annotation_target"].input_schema["required"] == [
+            "id",
+            "replacedText",
+        ]
+        assert listed["list_annotations"].annotations.read_only_hint is True
+        assert listed["address_annotation"].annotations.read_only_hint is False
+
+
+def test_every_tool_documented() -> None:
+    doc = (DOCS / "mcp.md").read_text()
+    for name in TOOLS:
+        assert f"\n## `{name}`\n" in doc or f"\n### `{name}`\n" in doc, f"{name} not in mcp.md"
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+async def test_list_annotations(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    e = store.add_annotation(element_note())
+    h = store.add_annotation(
+        text_note(pageUrl="/", selectedText="Welcome", quote={"exact": "Welcome"}, note="Hi")
+    )
+    store.address_annotation(e.id)
+    store.accept(h.id)
+    async with tools(project) as t:
+        listed = await t.ok("list_annotations")
+        assert [x["id"] for x in listed] == [a.id, e.id]
+        first = listed[0]
+        assert first["source"] == {
+            "path": "docs/guide/install.md",
+            "lineStart": 5,
+            "lineEnd": 5,
+            "excerpt": "Run pip install mkdocs-annotate in a shell.",
+        }
+        assert first["anchorState"] == "anchored"
+        for key in ("type", "pageUrl", "pageTitle", "note", "status", "createdAt", "updatedAt"):
+            assert key in first
+        assert listed[1]["elementSelector"]["cssSelector"] == "article img:nth-of-type(2)"
+        assert listed[1]["source"] is None
+        assert [x["id"] for x in await t.ok("list_annotations", pageUrl="/")] == []
+        assert [x["id"] for x in await t.ok("list_annotations", status="addressed")] == [e.id]
+        assert [x["id"] for x in await t.ok("list_annotations", status="resolved")] == [h.id]
+        every = await t.ok("list_annotations", status="all")
+        assert [x["id"] for x in every] == [a.id, e.id, h.id]
+        assert every[2]["source"]["path"] == "docs/index.md"
+        assert await t.ok("list_annotations", pageUrl="/nowhere/") == []
+        message = await t.error("list_annotations", status="done")
+        assert "status" in message
+
+
+async def test_list_annotations_a_page_at_a_time(project: Path, store: annotate.Store) -> None:
+    made = [store.add_annotation(text_note(note=f"Note {i}")).id for i in range(7)]
+    async with tools(project) as t:
+        # Up to the limit: the reference's answer exactly, one JSON array.
+        assert [a["id"] for a in await t.ok("list_annotations", limit=7)] == made
+        result = await t.client.call_tool("list_annotations", {"limit": 3, "offset": 2})
+        assert not result.is_error
+        first, more = (c.text for c in result.content)
+        assert [a["id"] for a in json.loads(first)] == made[2:5]
+        assert more == (
+            "Showing annotations 3–5; more match. Call list_annotations again with offset=5, "
+            "or narrow the list with pageUrl or status."
+        )
+        assert [a["id"] for a in await t.ok("list_annotations", limit=3, offset=5)] == made[5:]
+        assert await t.ok("list_annotations", offset=10) == []
+        assert "limit" in await t.error("list_annotations", limit=0)
+    with pytest.raises(annotate.ValidationError, match="offset must be a whole number"):
+        store.list_annotations_page(limit=1, offset=-1)
+
+
+async def test_list_page_notes(project: Path, store: annotate.Store) -> None:
+    n1 = store.add_page_note({"pageUrl": "/", "pageTitle": "Home", "note": "Too short"})
+    n2 = store.add_page_note({"pageUrl": "/guide/install/", "note": "Add a screenshot"})
+    async with tools(project) as t:
+        listed = await t.ok("list_page_notes")
+        assert [n["id"] for n in listed] == [n1.id, n2.id]
+        assert {"id", "pageUrl", "pageTitle", "note", "createdAt", "updatedAt"} <= set(listed[0])
+        assert [n["id"] for n in await t.ok("list_page_notes", pageUrl="/")] == [n1.id]
+        assert await t.ok("list_page_notes", status="addressed") == []
+
+
+async def test_get_annotation(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    n = store.add_page_note({"pageUrl": "/", "note": "Whole page"})
+    async with tools(project) as t:
+        got = await t.ok("get_annotation", id=a.id)
+        assert got["id"] == a.id and got["note"] == "Mention pipx as well."
+        assert got["source"]["lineStart"] == 5
+        assert (await t.ok("get_annotation", id=n.id))["note"] == "Whole page"
+        assert await t.error("get_annotation", id="a_0000000000") == (
+            'Annotation with ID "a_0000000000" not found'
+        )
+        assert await t.error("get_annotation", id="") == 'Annotation with ID "" not found'
+        assert "id" in await t.error("get_annotation")  # missing argument: validation message
+
+
+async def test_get_export(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    b = store.add_annotation(text_note(pageUrl="/", selectedText="Welcome", note="Warmer"))
+    store.set_in_progress(a.id)
+    store.address_annotation(b.id)
+    store.add_agent_reply(b.id, "Made it warmer")
+    async with tools(project) as t:
+        text = await t.ok("get_export")
+        assert "⏳ [In Progress]" in text
+        assert "🔧 [Addressed]" in text
+        assert "Made it warmer" in text
+        assert "/guide/install/" in text and "docs/guide/install.md:5" in text
+        assert text == store.export("markdown")
+
+
+async def test_summary(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    store.add_annotation(element_note())
+    store.add_page_note({"pageUrl": "/", "note": "Whole page"})
+    store.address_annotation(a.id)
+    store.create_review({"mode": "edit"})
+    async with tools(project) as t:
+        s = await t.ok("summary")
+        assert s["annotations"] == {"open": 1, "in_progress": 0, "addressed": 1, "resolved": 0}
+        assert s["pageNotes"]["open"] == 1
+        assert s["anchorStates"] == {"anchored": 1, "stale": 0, "orphaned": 0}
+        assert s["pages"] == 2
+        assert s["pendingReviews"] == 1
+        assert s["openItems"] == 2
+
+
+# -- the lifecycle tools ------------------------------------------------------------------------
+
+
+async def test_set_in_progress(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    async with tools(project) as t:
+        got = await t.ok("set_in_progress", id=a.id)
+        assert got["status"] == "in_progress"
+        assert got["inProgressAt"]
+        again = await t.ok("set_in_progress", id=a.id)  # a no-op
+        assert again["inProgressAt"] == got["inProgressAt"]
+        assert await t.error("set_in_progress", id="a_nope") == (
+            'Annotation with ID "a_nope" not found'
+        )
+
+
+async def test_address_annotation(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    e = store.add_annotation(element_note())
+    async with tools(project) as t:
+        got = await t.ok("address_annotation", id=e.id)
+        assert got["status"] == "addressed" and got["addressedAt"]
+        assert await t.error("address_annotation", id="a_nope") == (
+            'Annotation with ID "a_nope" not found'
+        )
+        for blank in ("", "   \n"):
+            assert await t.error("address_annotation", id=a.id, replacedText=blank) == (
+                "replacedText must not be empty"
+            )
+        assert await t.error("address_annotation", id=e.id, replacedText="New") == (
+            "not a text annotation"
+        )
+        assert store.get(a.id).status == "open"  # refused calls change nothing
+        got = await t.ok("address_annotation", id=a.id, replacedText="pipx install it")
+        assert got["status"] == "addressed"
+        assert got["replacedText"] == "pipx install it"
+
+
+async def test_add_agent_reply(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    async with tools(project) as t:
+        got = await t.ok("add_agent_reply", id=a.id, message="Added pipx")
+        assert [(r["role"], r["message"]) for r in got["replies"]] == [("agent", "Added pipx")]
+        assert got["replies"][0]["createdAt"]
+        for blank in ("", "  \t "):
+            assert await t.error("add_agent_reply", id=a.id, message=blank) == (
+                "Reply message must not be empty"
+            )
+        assert await t.error("add_agent_reply", id="a_nope", message="Hi") == (
+            'Annotation with ID "a_nope" not found'
+        )
+        assert len(store.get(a.id).replies) == 1
+
+
+async def test_update_annotation_target(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    e = store.add_annotation(element_note())
+    md = project / "docs" / "guide" / "install.md"
+    md.write_text(md.read_text().replace("Some words first.", "Some words first.\n\nAnd more."))
+    md.write_text(md.read_text().replace("pip install mkdocs-annotate", "pipx install it"))
+    async with tools(project) as t:
+        got = await t.ok("update_annotation_target", id=a.id, replacedText="pipx install it")
+        assert got["replacedText"] == "pipx install it"
+        assert got["source"]["lineStart"] == 7  # re-located at the new text, two lines down
+        assert got["anchorState"] == "anchored"
+        assert got["status"] == "open"
+        assert await t.error("update_annotation_target", id="a_nope", replacedText="x") == (
+            'Annotation with ID "a_nope" not found'
+        )
+        assert await t.error("update_annotation_target", id=e.id, replacedText="x") == (
+            "not a text annotation"
+        )
+        assert await t.error("update_annotation_target", id=a.id, replacedText=" ") == (
+            "replacedText must not be empty"
+        )
+        assert "replacedText" in await t.error("update_annotation_target", id=a.id)
+
+
+# -- the reference's workflows -----------------------------------------------------------------
+
+
+async def test_address_all_annotations_workflow(project: Path, store: annotate.Store) -> None:
+    """seeds/003 "Address all annotations", with a real edit of the Markdown in between."""
+    store.add_annotation(text_note(note="Say pipx"))
+    store.add_annotation(
+        text_note(
+            selectedText="run mkdocs serve",
+            quote={"exact": "run mkdocs serve", "prefix": "mkdocs.yml and ", "suffix": "."},
+            note="Mention the port",
+        )
+    )
+    edits = {
+        "Say pipx": ("pip install mkdocs-annotate", "pipx install mkdocs-annotate"),
+        "Mention the port": ("run mkdocs serve", "run mkdocs serve (port 8000)"),
+    }
+    async with tools(project) as t:
+        listed = await t.ok("list_annotations")  # 1. get all annotations
+        assert len(listed) == 2
+        for item in listed:  # 2. for each
+            started = await t.ok("set_in_progress", id=item["id"])  # a. signal work starting
+            assert started["status"] == "in_progress"
+            old, new = edits[item["note"]]  # b. read the note and selectedText
+            assert item["selectedText"] == old
+            path = project / item["source"]["path"]  # c. make the change
+            lines = path.read_text().splitlines(keepends=True)
+            n = item["source"]["lineStart"] - 1
+            assert old in lines[n]
+            lines[n] = lines[n].replace(old, new)
+            path.write_text("".join(lines))
+            target = await t.ok("update_annotation_target", id=item["id"], replacedText=new)
+            assert target["replacedText"] == new  # d. record replacement text
+            assert target["anchorState"] == "anchored"
+            done = await t.ok("address_annotation", id=item["id"])  # e. mark as addressed
+            assert done["status"] == "addressed"
+            replied = await t.ok("add_agent_reply", id=item["id"], message=f"Now: {new}")
+            assert replied["replies"][-1]["role"] == "agent"  # f. explain what changed
+        final = await t.ok("list_annotations")
+        assert [a["status"] for a in final] == ["addressed", "addressed"]
+        assert [a["source"]["lineStart"] for a in final] == [5, 9]
+        assert [a["source"]["excerpt"] for a in final] == [
+            "Run pipx install mkdocs-annotate in a shell.",
+            "Then add the plugin to mkdocs.yml and run mkdocs serve (port 8000).",
+        ]
+        export = await t.ok("get_export")
+        assert export.count("🔧 [Addressed]") == 2
+        assert "Now: pipx install mkdocs-annotate" in export
+
+
+async def test_process_a_single_page(project: Path, store: annotate.Store) -> None:
+    note = store.add_page_note({"pageUrl": "/guide/install/", "note": "Add a screenshot"})
+    a = store.add_annotation(text_note())
+    store.add_annotation(text_note(pageUrl="/", selectedText="Welcome", note="Warmer"))
+    async with tools(project) as t:
+        notes = await t.ok("list_page_notes", pageUrl="/guide/install/")
+        assert [n["id"] for n in notes] == [note.id]
+        listed = await t.ok("list_annotations", pageUrl="/guide/install/")
+        assert [x["id"] for x in listed] == [a.id]
+        # Page notes take the same lifecycle tools.
+        assert (await t.ok("set_in_progress", id=note.id))["status"] == "in_progress"
+        assert (await t.ok("address_annotation", id=note.id))["status"] == "addressed"
+        assert (await t.ok("add_agent_reply", id=note.id, message="Added"))["replies"]
+        assert await t.error("address_annotation", id=note.id, replacedText="x") == (
+            "not a text annotation"
+        )
+
+
+async def test_out_of_order_calls(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    b = store.add_annotation(text_note(note="Second"))
+    async with tools(project) as t:
+        # The reference allows addressing without starting; a drop-in must too (SPEC §3).
+        assert (await t.ok("address_annotation", id=a.id))["status"] == "addressed"
+        # Starting again after addressing is rework.
+        rework = await t.ok("set_in_progress", id=a.id)
+        assert rework["status"] == "in_progress" and rework["addressedAt"] is None
+        # Anything but a reply on a resolved note is refused, naming the state and the way out.
+        store.accept(b.id)
+        refused = {
+            "set_in_progress": {},
+            "address_annotation": {},
+            "update_annotation_target": {"replacedText": "x"},
+        }
+        for name, args in refused.items():
+            message = await t.error(name, id=b.id, **args)
+            assert message.endswith(f'annotation "{b.id}" is resolved; reopen it first'), message
+            assert message.startswith("Cannot ")
+        assert store.get(b.id).status == "resolved"
+        replied = await t.ok("add_agent_reply", id=b.id, message="Noted")
+        assert replied["status"] == "resolved"
+        # After the reviewer reopens it, work can start again.
+        store.reopen(b.id, "One more thing")
+        assert (await t.ok("set_in_progress", id=b.id))["status"] == "in_progress"
+
+
+# -- get_context --------------------------------------------------------------------------------
+
+
+async def test_get_context(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    async with tools(project) as t:
+        got = await t.ok("get_context", id=a.id, lines=2)
+        assert got["annotation"]["id"] == a.id
+        assert (got["path"], got["lineStart"], got["lineEnd"]) == ("docs/guide/install.md", 5, 5)
+        assert (got["firstLine"], got["lastLine"]) == (3, 7)
+        assert got["context"] == (
+            "  3 | Some words first.\n"
+            "  4 |\n"
+            "> 5 | Run pip install mkdocs-annotate in a shell.\n"
+            "  6 |\n"
+            "  7 | ## Next"
+        )
+        assert got["warning"] is None
+        default = await t.ok("get_context", id=a.id)  # 10 lines: the whole small file
+        assert (default["firstLine"], default["lastLine"]) == (1, 9)
+        assert default["context"].startswith("  1 | # Install\n")
+        assert (await t.ok("get_context", id=a.id, lines=0))["context"] == (
+            "> 5 | Run pip install mkdocs-annotate in a shell."
+        )
+        assert await t.error("get_context", id="a_nope") == 'Annotation with ID "a_nope" not found'
+        assert "lines" in await t.error("get_context", id=a.id, lines=-1)
+
+
+async def test_get_context_cautions(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    e = store.add_annotation(element_note())
+    n = store.add_page_note({"pageUrl": "/guide/install/", "note": "Whole page"})
+    md = project / "docs" / "guide" / "install.md"
+    async with tools(project) as t:
+        element = await t.ok("get_context", id=e.id, lines=1)
+        assert element["path"] == "docs/guide/install.md" and element["lineStart"] is None
+        assert element["context"] == "  1 | # Install\n  2 |\n  3 | Some words first."
+        assert "article img:nth-of-type(2)" in element["warning"]
+        page = await t.ok("get_context", id=n.id, lines=0)
+        assert page["context"] == "  1 | # Install"
+        assert "whole page" in page["warning"]
+        # Rewritten beyond recognition: stale, shown where it was last seen.
+        md.write_text(md.read_text().replace("Run pip install mkdocs-annotate in a shell.", "Zz."))
+        stale = await t.ok("get_context", id=a.id, lines=0)
+        assert stale["annotation"]["anchorState"] == "stale"
+        assert stale["context"] == "> 5 | Zz."
+        assert "stale" in stale["warning"]
+        md.unlink()
+        orphaned = await t.ok("get_context", id=a.id)
+        assert orphaned["annotation"]["anchorState"] == "orphaned"
+        assert orphaned["context"] == "" and orphaned["lastLine"] is None
+        assert "docs/guide/install.md is gone (orphaned)" in orphaned["warning"]
+
+
+# -- reviews ------------------------------------------------------------------------------------
+
+
+async def test_wait_for_review_returns_a_pending_review_at_once(
+    project: Path, store: annotate.Store
+) -> None:
+    a = store.add_annotation(text_note())
+    sent = store.create_review({"mode": "review", "message": "What do you think?"})
+    async with tools(project) as t:
+        started = time.monotonic()
+        got = await t.ok("wait_for_review", timeout_s=30)
+        assert time.monotonic() - started < 2
+        review = got["review"]
+        assert (review["id"], review["mode"], review["message"]) == (
+            sent.id,
+            "review",
+            "What do you think?",
+        )
+        assert review["status"] == "picked_up"
+        assert [x["id"] for x in review["annotations"]] == [a.id]
+        assert review["annotations"][0]["source"]["path"] == "docs/guide/install.md"
+        assert review["annotations"][0]["anchorState"] == "anchored"
+        assert got["instructions"].startswith("Review mode:")
+        assert "Edit no file" in got["instructions"]
+        # Claimed: nobody gets it twice.
+        again = await t.ok("wait_for_review", timeout_s=0)
+        assert again["review"] is None
+        assert again["instructions"].startswith("No review yet")
+        assert (await t.ok("list_reviews", pendingOnly=True)) == []
+        assert [r["id"] for r in await t.ok("list_reviews")] == [sent.id]
+        assert (await t.ok("get_review", id=sent.id))["mode"] == "review"
+        assert await t.error("get_review", id="rv_nope") == 'Review with ID "rv_nope" not found'
+
+
+async def test_wait_for_review_blocks_until_sent(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    sent_at: list[float] = []
+
+    def send() -> None:
+        time.sleep(0.6)
+        with annotate.open(project) as other:  # another connection, as another process has
+            other.create_review({"mode": "edit", "message": "Go"})
+        sent_at.append(time.monotonic())
+
+    async with tools(project) as t:
+        sender = threading.Thread(target=send)
+        started = time.monotonic()
+        sender.start()
+        got = await t.ok("wait_for_review", timeout_s=20)
+        woke = time.monotonic()
+        sender.join()
+        assert woke - started >= 0.6
+        assert woke - sent_at[0] < 1.0
+        assert got["review"]["mode"] == "edit"
+        assert [x["id"] for x in got["review"]["annotations"]] == [a.id]
+        assert got["instructions"].startswith("Edit mode:")
+        assert "set_in_progress → edit the Markdown" in got["instructions"]
+
+
+async def test_wait_for_review_times_out(project: Path) -> None:
+    async with tools(project) as t:
+        started = time.monotonic()
+        got = await t.ok("wait_for_review", timeout_s=0.5)
+        assert 0.5 <= time.monotonic() - started < 2
+        assert got == {
+            "review": None,
+            "instructions": "No review yet: the reviewer has not pressed Send to agent within "
+            "0.5 s. Run wait_for_review again to keep waiting, or look at the open notes with "
+            "list_annotations.",
+        }
+        assert "timeout_s" in await t.error("wait_for_review", timeout_s=-1)
+
+
+async def test_wait_for_review_reports_progress(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY_S", 0.2)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    async with Client(build_server(project)) as client:
+        result = await client.call_tool(
+            "wait_for_review", {"timeout_s": 1}, progress_callback=progress
+        )
+    assert not result.is_error
+    assert len(seen) >= 3
+    assert seen[0] == (pytest.approx(0.2), 1.0, "Waiting for Send to agent")
+
+
+async def test_cancelled_wait_claims_nothing(project: Path, store: annotate.Store) -> None:
+    async with tools(project) as t:
+        with anyio.move_on_after(0.5):
+            await t.raw("wait_for_review", timeout_s=30)
+        await anyio.sleep(0.5)  # the waiting thread sees its stop flag at its next poll
+        store.add_annotation(text_note())
+        sent = store.create_review({"mode": "edit"})
+        await anyio.sleep(0.6)
+        assert [r.id for r in store.list_reviews(pending_only=True)] == [sent.id]
+        assert (await t.ok("wait_for_review", timeout_s=0))["review"]["id"] == sent.id
+
+
+# -- failures of the store itself ---------------------------------------------------------------
+
+
+async def test_corrupt_store_is_an_error_not_a_crash(project: Path) -> None:
+    db = project / ".annotate" / "annotations.db"
+    db.parent.mkdir()
+    db.write_bytes(b"this is not a database" * 100)
+    async with tools(project) as t:
+        for name, args in (
+            ("list_annotations", {}),
+            ("get_annotation", {"id": "a_1"}),
+            ("summary", {}),
+            ("wait_for_review", {"timeout_s": 0}),
+        ):
+            message = await t.error(name, **args)
+            assert message == f"{db} is not a readable annotation database (not an SQLite database)"
+        # The server is still there, and recovers once the file is fixed.
+        db.unlink()
+        assert await t.ok("list_annotations") == []
+
+
+async def test_missing_project_is_an_error(tmp_path: Path) -> None:
+    async with tools(tmp_path / "nowhere") as t:
+        message = await t.error("list_annotations")
+        assert re.fullmatch(r"Project folder '.*nowhere' does not exist", message), message

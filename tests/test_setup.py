@@ -1,0 +1,312 @@
+"""`annotate setup`: idempotent, merges with the user's files, and `--uninstall` removes exactly
+what it wrote (issue #7, seeds/001 §8). HOME is a temp folder in every test."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from annotate import ValidationError, setup
+from annotate.cli import cli
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = None
+
+USER_MCP = {
+    "mcpServers": {"docs-search": {"command": "docs-search", "args": ["--stdio"]}},
+    "other": {"kept": True},
+}
+USER_TOML = """model = "o4-mini"
+
+[mcp_servers.docs-search]
+command = "docs-search"
+args = ["--stdio"]
+"""
+USER_OPENCODE = {"$schema": "https://opencode.ai/config.json", "theme": "dark"}
+USER_GITIGNORE = "site/\n__pycache__/\n"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path, home: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / "mkdocs.yml").write_text("site_name: test\n")
+    (root / "docs" / "index.md").write_text("# Home\n")
+    return root
+
+
+def snapshot(*folders: Path) -> dict[str, bytes]:
+    """Every file's bytes (the database aside), by path."""
+    return {
+        str(p): p.read_bytes()
+        for folder in folders
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith("annotations.db")
+    }
+
+
+def folders(*roots: Path) -> set[str]:
+    return {str(p) for root in roots for p in root.rglob("*") if p.is_dir()}
+
+
+def test_project_scope_writes_every_agent(project: Path, home: Path) -> None:
+    actions = setup.install(project, command="annotate")
+    assert {(a.verb, a.path.relative_to(project).as_posix()) for a in actions} == {
+        ("wrote", ".gitignore"),
+        ("wrote", ".mcp.json"),
+        ("wrote", ".claude/skills/mkdocs-annotate/SKILL.md"),
+        ("wrote", ".codex/config.toml"),
+        ("wrote", ".codex/skills/mkdocs-annotate/SKILL.md"),
+        ("wrote", "opencode.json"),
+        ("wrote", ".opencode/skills/mkdocs-annotate/SKILL.md"),
+    }
+    assert (project / ".gitignore").read_text() == ".annotate/\n"
+    assert json.loads((project / ".mcp.json").read_text()) == {
+        "mcpServers": {"mkdocs-annotate": {"command": "annotate", "args": ["mcp"]}}
+    }
+    assert json.loads((project / "opencode.json").read_text()) == {
+        "$schema": "https://opencode.ai/config.json",
+        "mcp": {
+            "mkdocs-annotate": {"type": "local", "command": ["annotate", "mcp"], "enabled": True}
+        },
+    }
+    toml = (project / ".codex" / "config.toml").read_text()
+    if tomllib is not None:
+        assert tomllib.loads(toml) == {
+            "mcp_servers": {"mkdocs-annotate": {"command": "annotate", "args": ["mcp"]}}
+        }
+    skill = (project / ".claude" / "skills" / "mkdocs-annotate" / "SKILL.md").read_text()
+    assert skill == setup.skill_text()
+    for agent in (".codex", ".opencode"):
+        assert (project / agent / "skills" / "mkdocs-annotate" / "SKILL.md").read_text() == skill
+    assert snapshot(home) == {}  # project scope leaves the home folder alone
+    record = json.loads((project / ".annotate" / "config.json").read_text())
+    assert record["version"] == 1
+    assert {Path(e["path"]) for e in record["installs"]} == {a.path for a in actions}
+    assert all(Path(e["path"]).is_absolute() for e in record["installs"])
+    assert {(e["agent"], e["kind"]) for e in record["installs"]} == {
+        ("*", "gitignore"),
+        ("claude", "mcp-json"),
+        ("claude", "skill"),
+        ("codex", "mcp-toml"),
+        ("codex", "skill"),
+        ("opencode", "mcp-json"),
+        ("opencode", "skill"),
+    }
+
+
+def test_two_runs_give_identical_files(project: Path, home: Path) -> None:
+    (project / ".mcp.json").write_text(json.dumps(USER_MCP, indent=2) + "\n")
+    setup.install(project, command="annotate")
+    setup.install(project, ["claude"], "user", command="annotate")
+    first = snapshot(project, home)
+    again = setup.install(project, command="annotate") + setup.install(
+        project, ["claude"], "user", command="annotate"
+    )
+    assert snapshot(project, home) == first
+    assert {a.verb for a in again} == {"unchanged"}
+
+
+def test_uninstall_keeps_the_users_entries(project: Path, home: Path) -> None:
+    (project / ".mcp.json").write_text(json.dumps(USER_MCP, indent=2) + "\n")
+    (project / ".codex").mkdir()
+    (project / ".codex" / "config.toml").write_text(USER_TOML)
+    (project / "opencode.json").write_text(json.dumps(USER_OPENCODE, indent=2) + "\n")
+    (project / ".gitignore").write_text(USER_GITIGNORE)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text("{}\n")  # the user's, in a folder we use
+    before_files, before_folders = snapshot(project), folders(project)
+
+    setup.install(project, command="annotate")
+    mcp = json.loads((project / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["docs-search"] == USER_MCP["mcpServers"]["docs-search"]
+    assert mcp["mcpServers"]["mkdocs-annotate"] == {"command": "annotate", "args": ["mcp"]}
+    assert mcp["other"] == {"kept": True}
+    assert (project / ".gitignore").read_text() == USER_GITIGNORE + ".annotate/\n"
+    toml = (project / ".codex" / "config.toml").read_text()
+    assert toml.startswith(USER_TOML)
+    if tomllib is not None:
+        parsed = tomllib.loads(toml)
+        assert parsed["model"] == "o4-mini"
+        assert set(parsed["mcp_servers"]) == {"docs-search", "mkdocs-annotate"}
+    opencode = json.loads((project / "opencode.json").read_text())
+    assert opencode["theme"] == "dark" and "mkdocs-annotate" in opencode["mcp"]
+
+    actions = setup.uninstall(project)
+    assert {a.verb for a in actions} == {"removed"}
+    after = snapshot(project)
+    after.pop(str(project / ".annotate" / ".gitignore"))  # the store's own folder stays
+    assert after == before_files
+    assert folders(project) - {str(project / ".annotate")} == before_folders
+    assert not (project / ".annotate" / "config.json").exists()
+
+
+def test_user_scope_writes_under_home(project: Path, home: Path) -> None:
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 3, **USER_MCP}, indent=2))
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text(USER_TOML)
+    before = snapshot(home)
+
+    actions = setup.install(project, scope="user", command="/opt/bin/annotate")
+    written = {a.path for a in actions if a.verb == "wrote"}
+    assert written == {
+        project / ".gitignore",
+        home / ".claude.json",
+        home / ".claude" / "skills" / "mkdocs-annotate" / "SKILL.md",
+        home / ".codex" / "config.toml",
+        home / ".codex" / "skills" / "mkdocs-annotate" / "SKILL.md",
+        home / ".config" / "opencode" / "opencode.json",
+        home / ".config" / "opencode" / "skills" / "mkdocs-annotate" / "SKILL.md",
+    }
+    claude = json.loads((home / ".claude.json").read_text())
+    assert claude["numStartups"] == 3
+    assert claude["mcpServers"]["mkdocs-annotate"] == {
+        "command": "/opt/bin/annotate",
+        "args": ["mcp"],
+    }
+    assert set(claude["mcpServers"]) == {"docs-search", "mkdocs-annotate"}
+    assert 'command = "/opt/bin/annotate"' in (home / ".codex" / "config.toml").read_text()
+    # In the project: only the .gitignore entry and the record.
+    assert set(snapshot(project)) == {
+        str(project / ".gitignore"),
+        str(project / ".annotate" / ".gitignore"),
+        str(project / ".annotate" / "config.json"),
+        str(project / "mkdocs.yml"),
+        str(project / "docs" / "index.md"),
+    }
+
+    setup.uninstall(project, scope="user")
+    after = snapshot(home)
+    # JSON we merged into is rewritten in our layout; its content is the user's again.
+    assert json.loads(after.pop(str(home / ".claude.json"))) == json.loads(
+        before.pop(str(home / ".claude.json"))
+    )
+    assert after == before
+    assert folders(home) == {str(home / ".codex")}
+    # A scope-limited uninstall leaves the project's .gitignore entry.
+    assert (project / ".gitignore").read_text() == ".annotate/\n"
+
+
+def test_one_agent_at_a_time(project: Path) -> None:
+    setup.install(project, ["claude"], command="annotate")
+    assert (project / ".mcp.json").exists()
+    assert not (project / ".codex").exists() and not (project / "opencode.json").exists()
+    setup.install(project, ["codex"], command="annotate")
+    setup.uninstall(project, ["claude"])
+    assert not (project / ".mcp.json").exists()
+    assert not (project / ".claude").exists()
+    assert (project / ".codex" / "config.toml").exists()
+    assert (project / ".gitignore").read_text() == ".annotate/\n"  # codex still uses it
+    record = json.loads((project / ".annotate" / "config.json").read_text())
+    assert {e["agent"] for e in record["installs"]} == {"*", "codex"}
+    setup.uninstall(project)
+    assert not (project / ".gitignore").exists()
+    assert not (project / ".codex").exists()
+
+
+def test_existing_ignore_rule_is_not_ours(project: Path) -> None:
+    (project / ".gitignore").write_text("/.annotate/\n")
+    actions = setup.install(project, ["claude"], command="annotate")
+    assert actions[0].verb == "unchanged"
+    setup.uninstall(project)
+    assert (project / ".gitignore").read_text() == "/.annotate/\n"
+
+
+def test_files_it_cannot_merge_are_left_alone(project: Path) -> None:
+    (project / ".mcp.json").write_text("{not json")
+    (project / ".codex").mkdir()
+    own = '[mcp_servers."mkdocs-annotate"]\ncommand = "my-annotate"\n'
+    (project / ".codex" / "config.toml").write_text(own)
+    actions = {a.path.name: a for a in setup.install(project, command="annotate")}
+    assert actions[".mcp.json"].verb == "skipped"
+    assert "add the server by hand" in actions[".mcp.json"].what
+    assert actions["config.toml"].verb == "skipped"
+    assert (project / ".mcp.json").read_text() == "{not json"
+    assert (project / ".codex" / "config.toml").read_text() == own
+    assert actions["opencode.json"].verb == "wrote"  # the others are still set up
+    setup.uninstall(project)
+    assert (project / ".mcp.json").read_text() == "{not json"
+    assert (project / ".codex" / "config.toml").read_text() == own
+
+
+def test_uninstall_without_a_record_finds_our_skills(project: Path) -> None:
+    setup.install(project, command="annotate")
+    (project / ".annotate" / "config.json").unlink()
+    (project / ".claude" / "skills" / "other").mkdir()
+    actions = setup.uninstall(project)
+    removed = {a.path for a in actions}
+    assert project / ".claude" / "skills" / "mkdocs-annotate" / "SKILL.md" in removed
+    assert not (project / ".claude" / "skills" / "mkdocs-annotate").exists()
+    assert (project / ".claude" / "skills" / "other").is_dir()
+
+
+def test_skill_file() -> None:
+    text = setup.skill_text()
+    head, _, body = text.removeprefix("---\n").partition("\n---\n")
+    fields = dict(line.split(": ", 1) for line in head.splitlines())
+    assert set(fields) == {"name", "description"}
+    assert fields["name"] == "mkdocs-annotate"
+    assert 0 < len(fields["description"]) <= 1024
+    for needed in (
+        "## When to check",
+        "summary",
+        "set_in_progress → edit the Markdown",
+        "update_annotation_target",
+        "`annotate start ID`",
+        "`annotate context ID`",
+        "Edit mode:",
+        "Review mode:",
+        "`stale`",
+        "`orphaned`",
+        "main conversation",
+        "short pointer",
+        "## When something fails",
+        "reopen it first",
+    ):
+        assert needed in body, needed
+
+
+def test_bad_arguments(project: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="agent must be one of"):
+        setup.install(project, ["cursor"])
+    with pytest.raises(ValidationError, match="scope must be project or user"):
+        setup.install(project, scope="global")
+    with pytest.raises(ValidationError, match="does not exist"):
+        setup.install(tmp_path / "nowhere")
+
+
+def test_cli(project: Path, home: Path) -> None:
+    runner = CliRunner()
+    args = ["setup", "--project", str(project), "--command", "annotate"]
+    first = runner.invoke(cli, [*args, "--agent", "claude"])
+    assert first.exit_code == 0, first.output
+    assert first.output == (
+        f"wrote {project}/.gitignore: added .annotate/\n"
+        f"wrote {project}/.mcp.json: MCP server 'mkdocs-annotate' for claude\n"
+        f"wrote {project}/.claude/skills/mkdocs-annotate/SKILL.md: skill for claude\n"
+    )
+    again = runner.invoke(cli, [*args, "--agent", "claude", "--json"])
+    assert [a["action"] for a in json.loads(again.output)] == ["unchanged"] * 3
+    gone = runner.invoke(cli, ["setup", "--project", str(project), "--uninstall"])
+    assert gone.exit_code == 0, gone.output
+    assert gone.output.count("removed ") == 3
+    assert runner.invoke(cli, ["setup", "--project", str(project), "--uninstall"]).output == (
+        "Nothing to remove.\n"
+    )
+    bad = runner.invoke(cli, ["setup", "--project", str(project / "nowhere")])
+    assert bad.exit_code == 1
+    assert bad.output.startswith("Error: Project folder ")
