@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -30,6 +31,9 @@ __all__ = [
 OVERLAY_URL = "/__annotate/overlay/"
 API_URL = "/__annotate/api/"
 CONFIG_ID = "annotate-config"
+_CONFIG_BLOCK = re.compile(
+    rb'<script type="application/json" id="annotate-config">(.*?)</script>', re.S
+)
 HTML_SUFFIXES = (".html", ".htm")
 NOT_FOUND_HTML = (
     b"<!doctype html>\n<html><head><meta charset=utf-8><title>404 Not found</title></head>"
@@ -57,7 +61,13 @@ def _script_json(data: object) -> str:
 
 
 def overlay_snippet(
-    token: str, *, read_only: bool = False, api_base: str = API_URL, version: str = ""
+    token: str,
+    *,
+    read_only: bool = False,
+    api_base: str = API_URL,
+    version: str = "",
+    content_selector: str | None = None,
+    author: str | None = None,
 ) -> str:
     """The tags the overlay needs: its configuration, its stylesheet and its script.
 
@@ -72,6 +82,11 @@ def overlay_snippet(
         "version": version,
         "tokenHeader": "X-Annotate-Token",
     }
+    # Set by the MkDocs plugin's options `content_selector` and `author` (issue #6).
+    if content_selector:
+        config["contentSelector"] = content_selector
+    if author:
+        config["author"] = author
     return (
         f'<script type="application/json" id="{CONFIG_ID}">{_script_json(config)}</script>\n'
         f'<link rel="stylesheet" href="{OVERLAY_URL}annotate.css">\n'
@@ -80,9 +95,26 @@ def overlay_snippet(
 
 
 def inject(html: bytes, snippet: str) -> bytes:
-    """`html` with `snippet` before its last `</body>` (any case), or at the end when it has none."""
-    at = html.lower().rfind(b"</body")
+    """`html` with `snippet` before its last `</body>` (any case), or at the end when it has none.
+
+    A page that already carries the overlay (built with the MkDocs plugin's `build: true`, which
+    leaves the token out of the files) keeps its tags: only its configuration block is updated with
+    the snippet's settings, the token among them.
+    """
     tags = snippet.encode("ascii")
+    built, fresh = _CONFIG_BLOCK.search(html), _CONFIG_BLOCK.search(tags)
+    if built and fresh:
+        try:
+            old, new = json.loads(built[1]), json.loads(fresh[1])
+        except ValueError:
+            old = new = None
+        if isinstance(old, dict) and isinstance(new, dict):
+            config = {**old, **new}
+            block = (
+                f'<script type="application/json" id="{CONFIG_ID}">{_script_json(config)}</script>'
+            )
+            return html[: built.start()] + block.encode("ascii") + html[built.end() :]
+    at = html.lower().rfind(b"</body")
     if at < 0:
         return html + tags
     return html[:at] + tags + html[at:]
