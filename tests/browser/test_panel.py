@@ -1,0 +1,212 @@
+"""The review panel: tabs and counts, page notes per URL, the thread, accept / reopen, delete,
+search and filter, source lines, orphans, Send to agent and Copy as Markdown."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+import annotate
+
+from .conftest import Server, annotate_selection, highlighted, notes_in_store, open_page
+
+
+def panel(page: Page):
+    return page.locator("#annotate-panel")
+
+
+def open_panel(page: Page) -> None:
+    page.get_by_role("button", name="Review panel").click()
+    expect(panel(page)).to_be_visible()
+
+
+def add_page_note(page: Page, text: str) -> None:
+    panel(page).get_by_role("button", name="Add page note").click()
+    panel(page).get_by_label("Note", exact=True).fill(text)
+    panel(page).get_by_role("button", name="Save").click()
+    expect(panel(page).get_by_label("Note", exact=True)).to_have_count(0)
+
+
+def test_tabs_counts_and_page_note_scoping(page: Page, plain_server: Server) -> None:
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "One.")
+    annotate_selection(page, "Callout text", "Two.")
+    open_panel(page)
+    expect(page.get_by_role("tab", name="This page (2)")).to_have_attribute("aria-selected", "true")
+    add_page_note(page, "The whole page is too long.")
+    expect(page.get_by_role("tab", name="This page (3)")).to_be_visible()
+    expect(page.get_by_role("tab", name="All pages (3)")).to_be_visible()
+
+    page.goto(plain_server.url + "other.html")
+    expect(panel(page)).to_be_visible()  # the panel stays open across pages
+    expect(page.get_by_role("tab", name="This page (0)")).to_be_visible()
+    expect(panel(page)).to_contain_text("No notes here yet.")
+    add_page_note(page, "Harbour facts need a source.")
+    expect(page.get_by_role("tab", name="This page (1)")).to_be_visible()
+    expect(panel(page).locator("li.item")).to_have_count(1)
+    expect(panel(page)).not_to_contain_text("too long")
+
+    page.get_by_role("tab", name="All pages (4)").click()
+    groups = panel(page).locator("h3")
+    expect(groups).to_have_text(["Plain home /", "Plain other /other.html"])
+    expect(panel(page).locator("li.item")).to_have_count(4)
+
+    with annotate.open(plain_server.project) as store:
+        notes = {n.page_url: n.note for n in store.list_page_notes()}
+    assert notes == {
+        "/": "The whole page is too long.",
+        "/other.html": "Harbour facts need a source.",
+    }
+
+    # Clicking a note of another page goes there and shows it.
+    panel(page).locator("li.item", has_text="One.").get_by_role(
+        "button", name="Go to this note"
+    ).click()
+    page.wait_for_url(plain_server.url)
+    expect(panel(page).locator("li.item.active")).to_contain_text("One.")
+    assert highlighted(page, "annotate-active") == ["unique sentence"]
+
+
+def test_edit_and_delete_page_note(page: Page, plain_server: Server) -> None:
+    open_page(page, plain_server.url)
+    open_panel(page)
+    add_page_note(page, "Draft wording.")
+    item = panel(page).locator("li.item")
+    item.get_by_role("button", name="Edit").click()
+    item.get_by_label("Note", exact=True).fill("Better wording.")
+    item.get_by_role("button", name="Save").click()
+    expect(item.locator(".note")).to_have_text("Better wording.")
+    with annotate.open(plain_server.project) as store:
+        assert [n.note for n in store.list_page_notes()] == ["Better wording."]
+    item.get_by_role("button", name="Delete").click()
+    expect(item).to_contain_text("Delete this note and its replies?")
+    item.get_by_role("button", name="Cancel").click()
+    item.get_by_role("button", name="Delete").click()
+    item.get_by_role("button", name="Delete").click()
+    expect(item).to_have_count(0)
+    with annotate.open(plain_server.project) as store:
+        assert store.list_page_notes() == []
+
+
+def test_reply_accept_reopen(page: Page, plain_server: Server) -> None:
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "Is this true?")
+    [note] = notes_in_store(plain_server.project)
+    with annotate.open(plain_server.project) as store:
+        store.add_agent_reply(note.id, "Yes, checked against the source.")
+        store.address_annotation(note.id)
+    open_panel(page)
+    item = panel(page).locator("li.item")
+    expect(item.locator(".badge")).to_have_text("addressed")
+    expect(item.locator(".reply.agent")).to_contain_text("Agent")
+    expect(item.locator(".reply.agent")).to_contain_text("Yes, checked against the source.")
+
+    item.get_by_role("button", name="Reply").click()
+    item.get_by_label("Reply").fill("Thanks, but cite it.")
+    item.get_by_role("button", name="Reply").click()
+    expect(item.locator(".reply.reviewer")).to_contain_text("Thanks, but cite it.")
+
+    item.get_by_role("button", name="Reopen").click()
+    item.get_by_label("Follow-up note (optional)").fill("Add the citation please.")
+    item.get_by_role("button", name="Reopen").click()
+    expect(item.locator(".badge")).to_have_text("open")
+    [note] = notes_in_store(plain_server.project)
+    assert note.status == "open"
+    assert [(r.role, r.message) for r in note.replies] == [
+        ("agent", "Yes, checked against the source."),
+        ("reviewer", "Thanks, but cite it."),
+        ("reviewer", "Add the citation please."),
+    ]
+
+    item.get_by_role("button", name="Accept").click()
+    # Resolved notes leave the default listing, but the status filter shows them.
+    expect(item).to_have_count(0)
+    assert highlighted(page) == []
+    panel(page).get_by_label("Status").select_option("resolved")
+    expect(item.locator(".badge")).to_have_text("resolved")
+    expect(item.get_by_role("button", name="Accept")).to_have_count(0)
+    assert notes_in_store(plain_server.project, include_resolved=True)[0].status == "resolved"
+
+
+def test_search_and_status_filter(page: Page, plain_server: Server) -> None:
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "About lighthouses.")
+    annotate_selection(page, "Callout text", "About callouts.")
+    notes = notes_in_store(plain_server.project)
+    with annotate.open(plain_server.project) as store:
+        store.set_in_progress(notes[1].id)
+    open_panel(page)
+    items = panel(page).locator("li.item")
+    expect(items).to_have_count(2)
+    panel(page).get_by_label("Search notes").fill("callout")
+    expect(items).to_have_count(1)
+    expect(items).to_contain_text("About callouts.")
+    panel(page).get_by_label("Search notes").fill("")
+    panel(page).get_by_label("Status").select_option("in_progress")
+    expect(items).to_have_count(1)
+    expect(items.locator(".badge")).to_have_text("in progress")
+    panel(page).get_by_label("Status").select_option("open")
+    expect(items).to_have_count(1)
+    expect(items).to_contain_text("About lighthouses.")
+
+
+def test_source_lines_on_a_mkdocs_site(page: Page, material_server: Server) -> None:
+    open_page(page, material_server.url)
+    annotate_selection(page, "The final paragraph mentions lighthouses", "Cite a source.")
+    open_panel(page)
+    expect(panel(page).locator(".source")).to_have_text("docs/index.md:19")
+    [note] = notes_in_store(material_server.project)
+    assert (note.source.path, note.source.line_start) == ("docs/index.md", 19)
+
+
+def test_send_to_agent_and_picked_up(page: Page, plain_server: Server) -> None:
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "Check this.")
+    open_panel(page)
+    send = panel(page).get_by_role("region", name="Send to agent")
+    expect(send).to_contain_text("No review sent yet.")
+    send.get_by_label("Mode").select_option("review")
+    send.get_by_label("Message").fill("Just answer for now.")
+    send.get_by_role("button", name="Send to agent").click()
+    expect(page.locator("#annotate-host .toast")).to_contain_text("Sent 1 note to the agent")
+    expect(send).to_contain_text("is waiting for the agent")
+    with annotate.open(plain_server.project) as store:
+        [review] = store.list_reviews()
+        assert (review.mode, review.message) == ("review", "Just answer for now.")
+        assert [a.note for a in review.annotations] == ["Check this."]
+        store.claim_review()
+    expect(send).to_contain_text("was picked up by the agent", timeout=2000)
+
+
+def test_copy_as_markdown(page: Page, plain_server: Server) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "Markdown export check.")
+    open_panel(page)
+    add_page_note(page, "Page-level remark.")
+    panel(page).get_by_role("button", name="Copy as Markdown").click()
+    expect(page.locator("#annotate-host .toast")).to_have_text("Copied as Markdown")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    with annotate.open(plain_server.project) as store:
+        assert copied == store.export("markdown")
+    assert "Markdown export check." in copied and "unique sentence" in copied
+    assert "Page-level remark." in copied
+
+
+def test_focus_and_escape_in_the_panel(page: Page, plain_server: Server) -> None:
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "Focus check.")
+    page.keyboard.press("Control+Shift+Period")
+    expect(page.get_by_role("tab", name="This page (1)")).to_be_focused()
+    item = panel(page).locator("li.item")
+    item.get_by_role("button", name="Reply").click()
+    reply = item.get_by_label("Reply")
+    expect(reply).to_be_focused()  # the form takes the focus
+    reply.fill("typed, then abandoned")
+    page.keyboard.press("Escape")  # closes the form, not the panel
+    expect(reply).to_have_count(0)
+    expect(panel(page)).to_be_visible()
+    page.keyboard.press("Escape")  # now the panel
+    expect(panel(page)).to_be_hidden()
+    expect(page.get_by_role("button", name="Review panel")).to_be_focused()
+    with annotate.open(plain_server.project) as store:
+        assert store.list_annotations()[0].replies == ()
