@@ -688,14 +688,14 @@
     );
     const preview = t.kind === "element" ? t.element.description : t.exact;
     popup.setAttribute("aria-label", editing ? "Edit note" : "New note");
-    popup.replaceChildren(
+    popup.replaceChildren(...[
       h("blockquote", { class: "preview" + (t.kind === "element" ? " element" : "") }, short(preview, 200)),
       field("annotate-intent", "Intent", intent),
       suggestionRow,
       field("annotate-note", "Note", note),
       error,
       row,
-    );
+    ].filter(Boolean));
     popup.hidden = false;
     saveDraft();
     placePopup();
@@ -1106,7 +1106,8 @@
     if (!list.childElementCount)
       list.append(h("p", { class: "empty", text: S.loaded ? "No notes here yet." : "Loading…" }));
 
-    panel.replaceChildren(
+    // replaceChildren would write a null or false as text: keep only the parts shown.
+    panel.replaceChildren(...[
       h("header", {},
         h("h2", { text: "Review" }),
         READ_ONLY && h("span", { class: "badge", text: "read-only" }),
@@ -1120,7 +1121,7 @@
       pageNoteForm(),
       list,
       !READ_ONLY && sendView(),
-    );
+    ].filter(Boolean));
     const again = focusKey && [...panel.querySelectorAll("[id],[data-focus]")].find(
       (el) => el.id === focusKey || el.getAttribute("data-focus") === focusKey);
     const opened = panel.querySelector("textarea[data-focus], .confirm .danger");

@@ -49,6 +49,11 @@ def test_tabs_counts_and_page_note_scoping(page: Page, plain_server: Server) -> 
     groups = panel(page).locator("h3")
     expect(groups).to_have_text(["Plain home /", "Plain other /other.html"])
     expect(panel(page).locator("li.item")).to_have_count(4)
+    # No stray text (a "null" or "false" written for a part not shown) between the panel's parts.
+    stray = panel(page).evaluate(
+        "el => [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent)"
+    )
+    assert stray == []
 
     with annotate.open(plain_server.project) as store:
         notes = {n.page_url: n.note for n in store.list_page_notes()}
