@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,12 @@ import pytest
 import annotate
 
 _skipped: list[str] = []
+
+# A shell without job control starts background commands with SIGINT ignored, and children
+# inherit an ignored signal: the dev servers the tests start would then ignore the Ctrl+C (SIGINT)
+# they are stopped with. A handler, unlike SIG_IGN, is reset to the default in a child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -118,6 +118,8 @@ class DevServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                self._reader.join(timeout=5)
+                raise AssertionError(f"Ctrl+C did not stop the server; it said:\n{self.log}")
         self._reader.join(timeout=5)
         assert self.proc.stdout is not None
         self.proc.stdout.close()
