@@ -574,6 +574,11 @@ def _excerpt(source: str, line_start: int, line_end: int) -> str:
     return excerpt
 
 
+def prepare(source: str) -> None:
+    """Project and fold `source` now, so the next `locate_in_markdown` in it is fast."""
+    _haystack(_NEWLINES.sub("\n", source))
+
+
 def locate_in_markdown(
     source: str,
     exact: str,

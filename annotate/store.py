@@ -23,7 +23,7 @@ from typing import Any
 
 import sqlite_utils
 
-from . import reconcile
+from . import reconcile, sourcemap
 from . import validation as validate
 from .anchoring import Selector
 from .context import Context, get_context
@@ -482,6 +482,20 @@ class Store:
                     "updated_at = excluded.updated_at WHERE src_path != excluded.src_path",
                     (url, path, stamp),
                 )
+
+    def prepare_page(self, page_url: str) -> bool:
+        """Parse a page's Markdown ahead of its first note, so saving that note is fast.
+
+        The web endpoint calls it when the overlay loads a page. Returns whether the page's
+        Markdown file was found.
+        """
+        locator = self._locator()
+        path = locator.page_file(validate.page_url(page_url))
+        text = locator.read(path) if path else None
+        if text is None:
+            return False
+        sourcemap.prepare(text)
+        return True
 
     def _locator(self) -> reconcile.Locator:
         return reconcile.Locator(self.project_dir, registered=self._registered_page)

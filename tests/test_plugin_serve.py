@@ -119,7 +119,9 @@ class DevServer:
                 self.proc.kill()
                 self.proc.wait()
                 self._reader.join(timeout=5)
-                raise AssertionError(f"Ctrl+C did not stop the server; it said:\n{self.log}")
+                raise AssertionError(
+                    f"Ctrl+C did not stop the server; it said:\n{self.log}"
+                ) from None
         self._reader.join(timeout=5)
         assert self.proc.stdout is not None
         self.proc.stdout.close()

@@ -226,3 +226,35 @@ def test_reconcile_all(project: Path) -> None:
     store.add_annotation(quote("Use pipx when you want the tool isolated"))
     assert store.reconcile() == 0
     assert store.reconcile(force=True) == 1
+
+
+def test_prepare_page_parses_ahead_of_the_first_note(project: Path) -> None:
+    store = annotate.open(project)
+    (project / "docs" / "install.md").write_text(PAGE + "\nA page nobody parsed yet.\n")
+    assert store.prepare_page("/missing/") is False
+    assert store.prepare_page("/install/") is True
+    before = sourcemap._haystack.cache_info().misses
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    assert sourcemap._haystack.cache_info().misses == before  # nothing parsed on create
+    assert a.source is not None and a.source.line_start == 13
+    store.close()
+
+
+def test_anchoring_a_page_prepares_its_markdown(project: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from annotate.web import create_app
+
+    store = annotate.open(project)
+    (project / "docs" / "install.md").write_text(PAGE + "\nAnother edit nobody parsed.\n")
+    with TestClient(create_app(store, token="t" * 32), base_url="http://127.0.0.1") as client:
+        answer = client.post(
+            "/__annotate/api/anchor",
+            json={"pageUrl": "/install/", "text": "Install"},
+            headers={"X-Annotate-Token": "t" * 32},
+        )
+        assert answer.status_code == 200 and answer.json() == {"anchors": []}
+        before = sourcemap._haystack.cache_info().misses
+        store.add_annotation(quote("Use pipx when you want the tool isolated"))
+        assert sourcemap._haystack.cache_info().misses == before
+    store.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -331,7 +332,20 @@ class Api:
             raise ValidationError("includeResolved must be true or false", "includeResolved")
 
         answer = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
-        return Response(answer, media_type="application/json", headers=API_HEADERS)
+        # The overlay anchors every page it loads: parse the page's Markdown now, after the
+        # answer is sent, so the reviewer's first note on the page is saved without waiting.
+        return Response(
+            answer,
+            media_type="application/json",
+            headers=API_HEADERS,
+            background=BackgroundTask(self._prepare, page_url),
+        )
+
+    def _prepare(self, page_url: str) -> None:
+        try:
+            self.store.prepare_page(page_url)
+        except (AnnotateError, OSError) as e:  # a convenience: the next write reports real errors
+            log.debug("could not prepare %s: %s", page_url, e)
 
     async def export(self, request: Request) -> Response:
         _allow(request, "format", "includeResolved")
