@@ -9,8 +9,10 @@ holds 200 text annotations over ~150 kB of text, the others 20 each (10k notes o
 Then `annotate serve site/` runs in a subprocess (uvicorn, one process) and a plain `http.client`
 client with keep-alive measures, one request at a time:
 
-- create an annotation: on the 10 pages "under review" (what a reviewer does), and on any page
-  (each one's Markdown parsed afresh: the library keeps 128 pages parsed);
+- create an annotation: on the 10 pages "under review" (what a reviewer does); on any page
+  (each one's Markdown parsed afresh: the library keeps 128 pages parsed); and on any page just
+  opened, as in a browser: the overlay anchors the page when it loads, which prepares its
+  Markdown in the background, and the note is saved a moment later (only the save is timed);
 - get one annotation, list one page, list the busy page;
 - anchor the busy page: its text as it was when the notes were made, and as a rebuild leaves it
   after edits (a paragraph added on top, 10 quoted sentences reworded, 5 deleted). The server
@@ -59,6 +61,7 @@ REVIEWED = 10  # a reviewer goes through a few pages at a time
 RUNS = {
     "create": 500,
     "create_cold": 300,
+    "create_opened": 300,
     "get": 1_000,
     "list": 500,
     "list_busy": 200,
@@ -67,6 +70,7 @@ RUNS = {
     "anchor_again": 500,
 }
 WARMUP = 20
+READING_PAUSE = 0.2  # s between a page load and its note: far less than a reviewer takes
 CLIENTS = 8
 THROUGHPUT = ("create", "get", "list", "anchor_same", "anchor_again")
 # Issue #4's targets (ms).
@@ -251,6 +255,18 @@ def operations(project: Project, ids: list[str]) -> dict[str, tuple[str, Callabl
         body = project.note(url, text, rng.choice(sentences))
         return "POST", "/__annotate/api/annotations", json.dumps(body).encode(), 201
 
+    def opened(pages: list[str]) -> list[Request]:
+        # As in a browser: the page loads (the overlay anchors it, untimed; a reviewer takes
+        # seconds to select and type), then the note is saved (timed).
+        url = rng.choice(pages)
+        text, sentences = project.texts[url]
+        body = project.note(url, text, rng.choice(sentences))
+        load = json.dumps({"pageUrl": url, "text": text}).encode()
+        return [
+            ("POST", "/__annotate/api/anchor", load, 200),
+            ("POST", "/__annotate/api/annotations", json.dumps(body).encode(), 201),
+        ]
+
     again = anchor(project.busy_text, fresh=False)
     return {
         "create": (
@@ -260,6 +276,10 @@ def operations(project: Project, ids: list[str]) -> dict[str, tuple[str, Callabl
         "create_cold": (
             f"create an annotation (on any of {len(project.others)} pages)",
             lambda: create(project.others),
+        ),
+        "create_opened": (
+            f"create an annotation (on any of {len(project.others)} pages, just opened)",
+            lambda: opened(project.others),
         ),
         "get": (
             "get one annotation",
@@ -293,16 +313,24 @@ def operations(project: Project, ids: list[str]) -> dict[str, tuple[str, Callabl
     }
 
 
-def timed(client: Client, make: Callable[[], Request], runs: int) -> tuple[list[float], int]:
-    for _ in range(WARMUP):
-        client.call(*make())
+def timed(
+    client: Client, make: Callable[[], Request | list[Request]], runs: int
+) -> tuple[list[float], int]:
+    """Latencies of `runs` requests; a maker may give a list, whose last request alone is timed
+    (the others set the scene, followed by a reviewer's pause)."""
     before = client.errors
     out = []
-    for _ in range(runs):
-        request = make()
+    for run in range(-WARMUP, runs):
+        made = make()
+        *setup, request = made if isinstance(made, list) else [made]
+        for step in setup:
+            client.call(*step)
+        if setup:
+            time.sleep(READING_PAUSE)
         t = time.perf_counter()
         client.call(*request)
-        out.append((time.perf_counter() - t) * 1000)
+        if run >= 0:
+            out.append((time.perf_counter() - t) * 1000)
     return out, client.errors - before
 
 
