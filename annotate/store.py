@@ -144,6 +144,8 @@ class Store:
         self.project_dir = Path(project_dir)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
+        # Markdown path -> mtime when `prepare_page` last parsed it.
+        self._prepared: dict[str, float] = {}
         self._prepare_folder()
         self._check_header()
         self._migrate()
@@ -491,10 +493,16 @@ class Store:
         """
         locator = self._locator()
         path = locator.page_file(validate.page_url(page_url))
-        text = locator.read(path) if path else None
+        mtime = locator.mtime(path) if path else None
+        if path is None or mtime is None:
+            return False
+        if self._prepared.get(path) == mtime:
+            return True  # parsed since its last change (and most likely still cached)
+        text = locator.read(path)
         if text is None:
             return False
         sourcemap.prepare(text)
+        self._prepared[path] = mtime
         return True
 
     def _locator(self) -> reconcile.Locator:

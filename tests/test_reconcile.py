@@ -258,3 +258,17 @@ def test_anchoring_a_page_prepares_its_markdown(project: Path) -> None:
         store.add_annotation(quote("Use pipx when you want the tool isolated"))
         assert sourcemap._haystack.cache_info().misses == before
     store.close()
+
+
+def test_prepare_page_parses_a_file_again_only_after_it_changed(project: Path) -> None:
+    store = annotate.open(project)
+    md = project / "docs" / "install.md"
+    touch_write(md, PAGE + "\nOne more line.\n")
+    assert store.prepare_page("/install/")
+    misses = sourcemap._haystack.cache_info().misses
+    assert store.prepare_page("/install/")
+    assert sourcemap._haystack.cache_info().misses == misses  # unchanged: no work
+    touch_write(md, PAGE + "\nAnother line.\n")
+    assert store.prepare_page("/install/")
+    assert sourcemap._haystack.cache_info().misses == misses + 1
+    store.close()

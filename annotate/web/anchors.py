@@ -29,8 +29,9 @@ class Anchors:
         self._cache: OrderedDict[bytes, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def locate(self, page_url: str, text: str, include_resolved: bool) -> bytes:
-        """`{"anchors": [...]}` as JSON bytes, one entry per text annotation of the page."""
+    def locate(self, page_url: str, text: str, include_resolved: bool) -> tuple[bytes, bool]:
+        """`{"anchors": [...]}` as JSON bytes, one entry per text annotation of the page, and
+        whether the answer was remembered (the same text and notes as before)."""
         pairs = self.store.text_selectors(page_url, include_resolved=include_resolved)
         # pickle is injective: equal bytes mean equal selectors (equal ones may, rarely, differ in
         # bytes through its memo: a needless miss, never a wrong answer).
@@ -41,7 +42,7 @@ class Anchors:
         with self._lock:
             if digest in self._cache:
                 self._cache.move_to_end(digest)
-                return self._cache[digest]
+                return self._cache[digest], True
         selectors = [selector for _, selector in pairs]
         matches = locate_many(text, selectors)
         anchors = [
@@ -55,4 +56,4 @@ class Anchors:
             self._cache[digest] = answer
             while len(self._cache) > self.size:
                 self._cache.popitem(last=False)
-        return answer
+        return answer, False

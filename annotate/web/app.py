@@ -331,14 +331,15 @@ class Api:
         if not isinstance(resolved, bool):
             raise ValidationError("includeResolved must be true or false", "includeResolved")
 
-        answer = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
+        answer, remembered = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
         # The overlay anchors every page it loads: parse the page's Markdown now, after the
         # answer is sent, so the reviewer's first note on the page is saved without waiting.
+        # A page whose text is unchanged was prepared when it was first seen.
         return Response(
             answer,
             media_type="application/json",
             headers=API_HEADERS,
-            background=BackgroundTask(self._prepare, page_url),
+            background=None if remembered else BackgroundTask(self._prepare, page_url),
         )
 
     def _prepare(self, page_url: str) -> None:
