@@ -44,23 +44,27 @@ class Ctx:
             click.echo(human())
 
 
+project_option = click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="Project folder (the folder of mkdocs.yml).",
+)
+db_option = click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    help="Database file (default: PROJECT/.annotate/annotations.db).",
+)
+
+
 def command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
     """A subcommand with `--project`, `--db` and `--json`, whose library errors exit 1."""
 
     def decorate(fn: F) -> F:
         @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-        @click.option(
-            "--db",
-            type=click.Path(dir_okay=False),
-            help="Database file (default: PROJECT/.annotate/annotations.db).",
-        )
-        @click.option(
-            "--project",
-            type=click.Path(file_okay=False),
-            default=".",
-            show_default=True,
-            help="Project folder (the folder of mkdocs.yml).",
-        )
+        @db_option
+        @project_option
         @functools.wraps(fn)
         def wrapper(project: str, db: str | None, as_json: bool, **params: Any) -> None:
             ctx = Ctx(project, db, as_json)
@@ -495,18 +499,8 @@ def review(ctx: Ctx, id: str) -> None:
 
 
 @cli.command("mcp")
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    default=".",
-    show_default=True,
-    help="Project folder (the folder of mkdocs.yml).",
-)
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    help="Database file (default: PROJECT/.annotate/annotations.db).",
-)
+@project_option
+@db_option
 def mcp(project: str, db: str | None) -> None:
     """Run the MCP server over stdio, for coding agents (configured by `annotate setup`)."""
     from .mcp_server import run
@@ -535,13 +529,7 @@ def mcp(project: str, db: str | None) -> None:
     "server_command",
     help="The command agents run for the MCP server (default: annotate, or its full path).",
 )
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    default=".",
-    show_default=True,
-    help="Project folder (the folder of mkdocs.yml).",
-)
+@project_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def setup(
     agent: str,
@@ -585,13 +573,7 @@ def setup(
     show_default=True,
     help="Address to listen on; loopback unless you choose otherwise.",
 )
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    default=".",
-    show_default=True,
-    help="Project folder (the folder of mkdocs.yml).",
-)
+@project_option
 @click.option("--read-only", is_flag=True, help="Serve the review without accepting changes.")
 def serve(directory: Path, port: int, host: str, project: str, read_only: bool) -> None:
     """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
@@ -609,13 +591,7 @@ def serve(directory: Path, port: int, host: str, project: str, read_only: bool) 
 
 @cli.command("token")
 @click.option("--rotate", is_flag=True, help="Replace the token (open pages must be reloaded).")
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    default=".",
-    show_default=True,
-    help="Project folder (the folder of mkdocs.yml).",
-)
+@project_option
 def token(rotate: bool, project: str) -> None:
     """Print the project's API token (X-Annotate-Token), creating it when missing."""
     from . import tokens
