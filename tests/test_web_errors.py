@@ -237,3 +237,28 @@ def test_store_busy_is_503(app_client: TestClient, monkeypatch: pytest.MonkeyPat
     assert r.status_code == 503
     assert r.json()["code"] == "store_busy"
     assert r.json()["error"].endswith("is busy (another process is writing); try again")
+
+
+def test_json_answers_are_what_the_standard_encoder_writes() -> None:
+    import json
+    import math
+
+    from annotate.web.responses import JsonResponse
+
+    from .conftest import text_note
+
+    def standard(content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
+
+    samples = [
+        {"annotations": [text_note(note='Émoji 🎉, </script>, \u2028 and "quotes"')]},
+        {"score": 87.5, "big": 10**20, "none": None, "list": [True, False]},
+        {"note": "NaN and Infinity are words here"},
+    ]
+    for content in samples:
+        assert JsonResponse(content).body == standard(content)
+    # Exponents are spelled another way (1e-7, not 1e-07): the same number.
+    assert json.loads(JsonResponse({"small": 1e-7}).body) == {"small": 1e-7}
+    for number in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError):
+            JsonResponse({"anchorScore": number})
