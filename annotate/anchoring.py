@@ -338,13 +338,21 @@ def locate_many(text: str | TextIndex, selectors: Iterable[Any]) -> list[Match |
     wins, rather than the place nearest its old position: edits above drift every offset.
     """
     index = text if isinstance(text, TextIndex) else TextIndex(text)
-    queries = [_Query.of(Selector.coerce(selector)) for selector in selectors]
+    coerced = [Selector.coerce(selector) for selector in selectors]
+    held = [_held(index.text, selector) for selector in coerced]
+    queries = [
+        _Query("", "", "", None, s.start, s.end, "") if h else _Query.of(s)
+        for s, h in zip(coerced, held, strict=True)
+    ]
     # In page order, each quote is first looked for where its old position lands after the shift
     # of the quote before it: an edit above moves everything below by the same amount, and one
     # check there spares a search of the whole text per quote.
     steps: list[tuple[list[_Candidate], bool]] = [([], True)] * len(queries)
     shift = 0
     for i in sorted(range(len(queries)), key=lambda i: queries[i].start or 0):
+        if held[i] is not None:
+            steps[i], shift = ([held[i]], True), 0
+            continue
         steps[i] = candidates, done = _exact_step(index, queries[i], shift)
         old = queries[i].start
         if done and old is not None and candidates:
@@ -375,6 +383,31 @@ def locate_many(text: str | TextIndex, selectors: Iterable[Any]) -> list[Match |
             if ambiguous and old is not None:
                 chosen[i] = _choose(finalists[i], _expected(chain, old))
     return [_answer(found, ambiguous) for found, ambiguous in chosen]
+
+
+def _held(text: str, selector: Selector) -> _Candidate | None:
+    """The stored position when the quote and its whole context are still there letter for
+    letter, as on most page loads: what `_exact_step` finds there, without folding or scoring."""
+    start, end, prefix = selector.start, selector.end, selector.prefix
+    if (
+        start is None
+        or end != start + len(selector.exact)
+        or start < len(prefix)
+        or not selector.exact.strip()
+        or not text.startswith(selector.exact, start)
+        or not text.startswith(selector.suffix, end)
+        or not text.startswith(prefix, start - len(prefix))
+    ):
+        return None
+    return _Candidate(
+        start,
+        end,
+        1.0,
+        1.0 if prefix else None,
+        1.0 if selector.suffix else None,
+        1.0,
+        "position",
+    )
 
 
 def build_selector(
