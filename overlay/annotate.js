@@ -327,7 +327,8 @@
     items: [], // annotations of this page (every status)
     notes: [], // page notes of this page
     anchors: new Map(), // id -> {start, end}; start null: could not locate
-    all: null, // {annotations, pageNotes} of every page, while the panel is open
+    all: null, // {annotations, pageNotes} of every page, while the All pages tab is shown
+    allCount: null, // notes not resolved on the whole site, from the summary
     reviews: [],
     loaded: false,
     painted: false,
@@ -510,21 +511,28 @@
     const gen = S.gen;
     const page = encodeURIComponent(S.page);
     const map = textMap();
-    const wantAll = S.open;
+    // Every note of the site only for the All pages tab (a large site has thousands); the tab's
+    // count alone comes from the summary.
+    const wantAll = S.open && S.tab === "all";
     const [a, n, anchors, all, reviews] = await Promise.all([
       api("GET", `annotations?page=${page}&status=all`),
       api("GET", `page-notes?page=${page}&status=all`),
       api("POST", "anchor", { pageUrl: S.page, text: map.text, includeResolved: true }),
       wantAll
         ? Promise.all([api("GET", "annotations?status=all"), api("GET", "page-notes?status=all")])
-        : null,
-      wantAll && !READ_ONLY ? api("GET", "reviews") : null,
+        : S.open ? api("GET", "summary") : null,
+      S.open && !READ_ONLY ? api("GET", "reviews") : null,
     ]);
     if (gen !== S.gen) return;
     S.items = a.annotations;
     S.notes = n.pageNotes;
     S.anchors = new Map(anchors.anchors.map((x) => [x.id, x]));
-    if (all) S.all = { annotations: all[0].annotations, pageNotes: all[1].pageNotes };
+    if (wantAll) S.all = { annotations: all[0].annotations, pageNotes: all[1].pageNotes };
+    else if (all) {
+      S.all = null;
+      const open = (counts) => Object.keys(counts).reduce((sum, s) => sum + (s === "resolved" ? 0 : counts[s]), 0);
+      S.allCount = open(all.annotations) + open(all.pageNotes);
+    }
     if (reviews) S.reviews = reviews.reviews;
     S.loaded = true;
     S.offline = false;
@@ -1076,7 +1084,7 @@
       h("button", {
         type: "button", role: "tab", id: "annotate-tab-" + id, "aria-selected": String(S.tab === id),
         "aria-controls": "annotate-list", tabindex: S.tab === id ? "0" : "-1",
-        onclick: () => { S.tab = id; session.set("tab", id); render(); },
+        onclick: () => { S.tab = id; session.set("tab", id); render(); if (id === "all" && !S.all) sync(); },
       }, `${label} (${count})`);
     const search = h("input", { type: "search", id: "annotate-search", "aria-label": "Search notes", placeholder: "Search", value: S.query,
       oninput: (e) => { S.query = e.target.value; render(); } });
@@ -1113,7 +1121,7 @@
         READ_ONLY && h("span", { class: "badge", text: "read-only" }),
         S.offline && h("span", { class: "badge offline", text: "offline, retrying" }),
         button("×", () => setPanel(false), "close", { "aria-label": "Close" })),
-      h("div", { role: "tablist", "aria-label": "Which notes" }, tab("page", "This page", unresolved(thisPage)), tab("all", "All pages", unresolved(all))),
+      h("div", { role: "tablist", "aria-label": "Which notes" }, tab("page", "This page", unresolved(thisPage)), tab("all", "All pages", S.all || S.allCount == null ? unresolved(all) : S.allCount)),
       h("div", { class: "tools" }, search, filter),
       h("div", { class: "actions" },
         !READ_ONLY && button("Add page note", () => { S.forms.__new = { text: "" }; render(); }),

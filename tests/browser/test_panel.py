@@ -215,3 +215,29 @@ def test_focus_and_escape_in_the_panel(page: Page, plain_server: Server) -> None
     expect(page.get_by_role("button", name="Review panel")).to_be_focused()
     with annotate.open(plain_server.project) as store:
         assert store.list_annotations()[0].replies == ()
+
+
+def test_every_note_of_the_site_is_fetched_only_for_the_all_pages_tab(
+    page: Page, plain_server: Server
+) -> None:
+    site_wide: list[str] = []
+    page.on(
+        "request",
+        lambda r: (
+            site_wide.append(r.url)
+            if "/api/annotations?" in r.url and "page=" not in r.url
+            else None
+        ),
+    )
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "One.")
+    with annotate.open(plain_server.project) as store:
+        store.add_page_note({"pageUrl": "/other.html", "note": "Elsewhere."})
+    open_panel(page)
+    # The count of the whole site comes from the summary: 2 notes, 1 on this page.
+    expect(page.get_by_role("tab", name="All pages (2)")).to_be_visible()
+    expect(page.get_by_role("tab", name="This page (1)")).to_be_visible()
+    assert site_wide == []
+    page.get_by_role("tab", name="All pages (2)").click()
+    expect(panel(page).locator("li.item")).to_have_count(2)
+    assert len(site_wide) == 1
