@@ -339,6 +339,7 @@
     forms: {}, // item id -> {kind: reply|reopen|delete|edit, text}
     active: null, // the item shown on the page
     offline: false,
+    writes: 0, // local changes so far: a load that started before one is stale
   };
 
   // -- the shadow UI
@@ -509,6 +510,7 @@
 
   async function load() {
     const gen = S.gen;
+    const writes = S.writes;
     const page = encodeURIComponent(S.page);
     const map = textMap();
     // Every note of the site only for the All pages tab (a large site has thousands); the tab's
@@ -524,6 +526,11 @@
       S.open && !READ_ONLY ? api("GET", "reviews") : null,
     ]);
     if (gen !== S.gen) return;
+    if (writes !== S.writes) {
+      // A note was saved or deleted here meanwhile: this answer may predate it. Ask again.
+      again = true;
+      return;
+    }
     S.items = a.annotations;
     S.notes = n.pageNotes;
     S.anchors = new Map(anchors.anchors.map((x) => [x.id, x]));
@@ -803,11 +810,13 @@
     else list[i] = item;
   };
   function upsert(item) {
+    S.writes++;
     if (item.pageUrl === S.page) put(item.type ? S.items : S.notes, item);
     if (S.all) put(S.all[item.type ? "annotations" : "pageNotes"], item);
   }
 
   function drop(id) {
+    S.writes++;
     const out = (list) => list.filter((x) => x.id !== id);
     S.items = out(S.items);
     S.notes = out(S.notes);
