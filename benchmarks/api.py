@@ -30,11 +30,7 @@ import argparse
 import http.client
 import itertools
 import json
-import os
 import random
-import re
-import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import AnnotateServer, p, selection, sentence
 from _machine import describe
 
 import annotate
@@ -75,20 +72,6 @@ CLIENTS = 8
 THROUGHPUT = ("create", "get", "list", "anchor_same", "anchor_again")
 # Issue #4's targets (ms).
 P50_TARGET, P99_TARGET = 5.0, 25.0
-
-VOCABULARY = (
-    "the a of to and in is for with on that this by be as can you it are or from config plugin "
-    "theme page site build serve review note link markdown anchor server overlay reply agent "
-    "status quote source line file folder token change feed export store read write"
-)
-WORDS = VOCABULARY.split()
-
-
-def sentence(rng: random.Random) -> str:
-    words = [rng.choice(WORDS) for _ in range(rng.randint(10, 22))]
-    words.append(f"n{rng.randrange(10**9)}")  # so that quotes rarely repeat
-    return " ".join(words).capitalize() + "."
-
 
 # -- the project ---------------------------------------------------------------------------------
 
@@ -175,47 +158,17 @@ class Project:
             "pageUrl": url,
             "pageTitle": url.strip("/"),
             "note": "Say this more plainly.",
-            "selectedText": quote,
-            "quote": {
-                "exact": quote,
-                "prefix": text[max(0, start - 32) : start],
-                "suffix": text[end : end + 32],
-            },
-            "position": {"start": start, "end": end},
+            **selection(text, start, end),
         }
 
 
 # -- the server and its clients ------------------------------------------------------------------
 
 
-class Server:
-    def __init__(self, project: Path) -> None:
-        self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "annotate.cli", "serve", str(project / "site")),
-                *("--port", "0", "--project", str(project)),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        match = re.search(r"http://([\d.]+):(\d+)/", line)
-        if not match:
-            self.proc.kill()
-            raise SystemExit(f"annotate serve did not start: {line!r}")
-        self.host, self.port = match[1], int(match[2])
-        self.token = (project / ".annotate" / "token").read_text().strip()
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
 class Client:
     """One keep-alive connection; counts answers with an unexpected status."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: AnnotateServer) -> None:
         self.conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
         self.headers = {"X-Annotate-Token": server.token}
         self.errors = 0
@@ -335,7 +288,7 @@ def timed(
 
 
 def throughput(
-    server: Server, make: Callable[[], Request], seconds: float
+    server: AnnotateServer, make: Callable[[], Request], seconds: float
 ) -> tuple[int, float, list[float], int]:
     latencies: list[list[float]] = [[] for _ in range(CLIENTS)]
     errors = [0] * CLIENTS
@@ -369,10 +322,6 @@ def throughput(
     return len(flat), len(flat) / elapsed, flat, sum(errors)
 
 
-def p(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotations", type=int, default=10_000)
@@ -380,7 +329,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="annotate-api-bench-") as tmp:
         project = Project(Path(tmp), args.annotations, random.Random(SEED))
-        server = Server(project.root)
+        server = AnnotateServer(project.root)
         try:
             client = Client(server)
             listed = json.loads(

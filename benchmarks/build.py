@@ -39,20 +39,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import CHROMIUM, CHROMIUM_ARGS
 from _machine import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGES = ("/", "/getting-started/", "/http-api/")
 TARGET = 1.05
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}

@@ -26,7 +26,6 @@ import argparse
 import itertools
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ import annotate  # noqa: E402
 
 sys.path.append(str(HERE))
 
+from _common import p, selection, sentence  # noqa: E402
 from _machine import describe  # noqa: E402
 
 SEED = 7
@@ -58,19 +58,6 @@ WARMUP = 3
 # Issue #7's targets, p50 in ms: nothing changed, and after 100 Markdown files changed.
 TARGET_UNCHANGED, TARGET_CHANGED = 50.0, 300.0
 TOP = "A line added on top, so that every note below moves.\n\n"
-
-VOCABULARY = (
-    "the a of to and in is for with on that this by be as can you it are or from config plugin "
-    "theme page site build serve review note link markdown anchor server overlay reply agent "
-    "status quote source line file folder token change feed export store read write"
-)
-WORDS = VOCABULARY.split()
-
-
-def sentence(rng: random.Random) -> str:
-    words = [rng.choice(WORDS) for _ in range(rng.randint(10, 22))]
-    words.append(f"n{rng.randrange(10**9)}")  # so that quotes rarely repeat
-    return " ".join(words).capitalize() + "."
 
 
 def fill(root: Path, total: int, rng: random.Random) -> list[Path]:
@@ -96,13 +83,7 @@ def fill(root: Path, total: int, rng: random.Random) -> list[Path]:
                     "pageUrl": url,
                     "pageTitle": f"Page {n}",
                     "note": "Say this more plainly.",
-                    "selectedText": quote,
-                    "quote": {
-                        "exact": quote,
-                        "prefix": text[max(0, start - 32) : start],
-                        "suffix": text[end : end + 32],
-                    },
-                    "position": {"start": start, "end": end},
+                    **selection(text, start, end),
                 }
             )
     store.close()
@@ -193,10 +174,6 @@ class RawClient:
         self.proc.stdin.close()  # type: ignore[union-attr]
         self.proc.wait(10)
         self.proc.stdout.close()  # type: ignore[union-attr]
-
-
-def p(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 async def run(root: Path, files: list[Path], runs: int, full_runs: int) -> list[tuple[Any, ...]]:

@@ -25,7 +25,6 @@ import argparse
 import gzip
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import CHROMIUM, CHROMIUM_ARGS, AnnotateServer, selection, sentence
 from _machine import describe
 from playwright.sync_api import Browser, sync_playwright
 
@@ -42,16 +42,6 @@ import annotate
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERLAY = ROOT / "overlay"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SEED = 5
 COUNTS = (10, 100, 500)
 PARAGRAPHS = 1_000
@@ -59,19 +49,6 @@ PARAGRAPHS = 1_000
 PEER_RAW, PEER_GZIP = 100_000, 20_000
 TARGET_RAW, TARGET_GZIP = 60_000, 15_000
 TARGET_PAINT_MS = 150.0  # at 500 annotations
-
-VOCABULARY = (
-    "the a of to and in is for with on that this by be as can you it are or from config plugin "
-    "theme page site build serve review note link markdown anchor server overlay reply agent "
-    "status quote source line file folder token change feed export store read write"
-)
-WORDS = VOCABULARY.split()
-
-
-def sentence(rng: random.Random) -> str:
-    words = [rng.choice(WORDS) for _ in range(rng.randint(8, 16))]
-    words.append(f"n{rng.randrange(10**9)}")  # so that quotes do not repeat
-    return " ".join(words).capitalize() + "."
 
 
 def sizes() -> list[tuple[str, int, int]]:
@@ -89,7 +66,7 @@ def make_project(root: Path, rng: random.Random) -> list[list[str]]:
     (root / "mkdocs.yml").write_text(
         "site_name: bench\nsite_url: http://127.0.0.1/\ntheme:\n  name: material\n  font: false\n"
     )
-    paragraphs = [[sentence(rng) for _ in range(3)] for _ in range(PARAGRAPHS)]
+    paragraphs = [[sentence(rng, 8, 16) for _ in range(3)] for _ in range(PARAGRAPHS)]
     body = []
     for i, p in enumerate(paragraphs):
         if i % 50 == 0:
@@ -115,31 +92,6 @@ def make_project(root: Path, rng: random.Random) -> list[list[str]]:
             "</main></body></html>"
         )
     return paragraphs
-
-
-class Server:
-    def __init__(self, project: Path) -> None:
-        self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "annotate.cli", "serve", str(project / "site")),
-                *("--port", "0", "--project", str(project)),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        match = re.search(r"http://([\d.]+):(\d+)/", line)
-        if not match:
-            self.proc.kill()
-            raise SystemExit(f"annotate serve did not start: {line!r}")
-        self.url = f"http://{match[1]}:{match[2]}/"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        if self.proc.stdout:
-            self.proc.stdout.close()
 
 
 PAINTED = """() => {
@@ -174,13 +126,7 @@ def fill(project: Path, url: str, text: str, paragraphs: list[list[str]], n: int
                     "pageUrl": url,
                     "pageTitle": "A long page",
                     "note": f"Note on paragraph {i}.",
-                    "selectedText": quote,
-                    "quote": {
-                        "exact": quote,
-                        "prefix": text[max(0, start - 32) : start],
-                        "suffix": text[end : end + 32],
-                    },
-                    "position": {"start": start, "end": end},
+                    **selection(text, start, end),
                 }
             )
 
@@ -230,7 +176,7 @@ def main() -> None:
         project = Path(tmp) / "project"
         started = time.perf_counter()
         paragraphs = make_project(project, rng)
-        server = Server(project)
+        server = AnnotateServer(project)
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import p, selection
 from _machine import describe
 
 import annotate
@@ -93,24 +93,14 @@ def make_pages(n: int) -> list[Page]:
     return pages
 
 
-def selection(rng: random.Random, page: Page, line: int) -> dict[str, Any]:
-    """What the overlay sends for text selected in a paragraph: the quote, 32 chars either side."""
+def select_words(rng: random.Random, page: Page, line: int) -> dict[str, Any]:
+    """What the overlay sends for a few words selected in a paragraph."""
     text = page.lines[line - 1]
     ws = text.split()
     k = rng.randint(3, 10)
     first = rng.randrange(len(ws) - k)
     start = len(" ".join(ws[:first])) + (1 if first else 0)
-    quote = " ".join(ws[first : first + k])
-    end = start + len(quote)
-    return {
-        "selectedText": quote,
-        "quote": {
-            "exact": quote,
-            "prefix": text[max(0, start - 32) : start],
-            "suffix": text[end : end + 32],
-        },
-        "position": {"start": start, "end": end},
-    }
+    return selection(text, start, start + len(" ".join(ws[first : first + k])))
 
 
 def new_annotation(rng: random.Random, pages: list[Page]) -> dict[str, Any]:
@@ -123,7 +113,7 @@ def new_annotation(rng: random.Random, pages: list[Page]) -> dict[str, Any]:
         "pageTitle": page.title,
         "note": words(rng, 8, 30),
         "author": "reviewer",
-        **selection(rng, page, line),
+        **select_words(rng, page, line),
     }
 
 
@@ -181,7 +171,7 @@ def prefill_rows(
             )
         else:
             line = page.paragraph(rng)
-            chosen = selection(rng, page, line)
+            chosen = select_words(rng, page, line)
             row.update(
                 type="text",
                 selected_text=chosen["selectedText"],
@@ -210,11 +200,11 @@ def prefill_rows(
                     "created_at": stamp(i * 1000 + r + 1),
                 }
             )
-    for p, page in enumerate(pages[: len(pages) // 10]):
-        created = stamp(p)
+    for k, page in enumerate(pages[: len(pages) // 10]):
+        created = stamp(k)
         notes.append(
             {
-                "id": f"p_{p:010x}",
+                "id": f"p_{k:010x}",
                 "page_url": page.url,
                 "page_title": page.title,
                 "note": words(rng, 8, 30),
@@ -337,13 +327,6 @@ def measure(
         ):
             break
     return times
-
-
-def p(times: list[float], q: float) -> float:
-    if len(times) == 1:
-        return times[0]
-    # "inclusive" keeps the percentile inside the measured range for few samples.
-    return statistics.quantiles(times, n=100, method="inclusive")[round(q) - 1]
 
 
 def prefill(project: Path, n: int, rng: random.Random) -> tuple[annotate.Store, dict[str, Any]]:
