@@ -51,6 +51,8 @@
 
   // -- small helpers
 
+  // Children as written with `cond && node`: the parts not shown (null, false) left out.
+  const shown = (kids) => kids.flat(2).filter((kid) => kid != null && kid !== false);
   function h(tag, props, ...kids) {
     const el = document.createElement(tag);
     for (const k in props || {}) {
@@ -62,7 +64,7 @@
       else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
       else el.setAttribute(k, v === true ? "" : v);
     }
-    for (const kid of kids.flat(2)) if (kid != null && kid !== false) el.append(kid);
+    el.append(...shown(kids));
     return el;
   }
   const field = (id, label, el) => h("div", { class: "field" }, h("label", { for: id, text: label }), el);
@@ -703,14 +705,14 @@
     );
     const preview = t.kind === "element" ? t.element.description : t.exact;
     popup.setAttribute("aria-label", editing ? "Edit note" : "New note");
-    popup.replaceChildren(...[
+    popup.replaceChildren(...shown([
       h("blockquote", { class: "preview" + (t.kind === "element" ? " element" : "") }, short(preview, 200)),
       field("annotate-intent", "Intent", intent),
       suggestionRow,
       field("annotate-note", "Note", note),
       error,
       row,
-    ].filter(Boolean));
+    ]));
     popup.hidden = false;
     saveDraft();
     placePopup();
@@ -1123,8 +1125,7 @@
     if (!list.childElementCount)
       list.append(h("p", { class: "empty", text: S.loaded ? "No notes here yet." : "Loading…" }));
 
-    // replaceChildren would write a null or false as text: keep only the parts shown.
-    panel.replaceChildren(...[
+    panel.replaceChildren(...shown([
       h("header", {},
         h("h2", { text: "Review" }),
         READ_ONLY && h("span", { class: "badge", text: "read-only" }),
@@ -1138,7 +1139,7 @@
       pageNoteForm(),
       list,
       !READ_ONLY && sendView(),
-    ].filter(Boolean));
+    ]));
     const again = focusKey && [...panel.querySelectorAll("[id],[data-focus]")].find(
       (el) => el.id === focusKey || el.getAttribute("data-focus") === focusKey);
     const opened = panel.querySelector("textarea[data-focus], .confirm .danger");
