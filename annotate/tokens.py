@@ -113,8 +113,11 @@ class TokenFile:
             if stamp is None:
                 # Deleted while serving: make a new one rather than accept anything.
                 self._token = read_token(self.path.parent.parent)
+                stamp = self._stat()
             else:
                 with contextlib.suppress(OSError, ValidationError):
                     self._token = _read(self.path)
-            self._stamp = self._stat()
+            # The state as it was before reading: a file written while it was read (seen
+            # half-written or empty) differs from it, and is read again on the next call.
+            self._stamp = stamp
         return self._token

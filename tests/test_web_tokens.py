@@ -97,3 +97,28 @@ def test_cli_token_missing_project(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["token", "--project", str(tmp_path / "nope")])
     assert r.exit_code == 1
     assert r.output == f"Error: Project folder {str(tmp_path / 'nope')!r} does not exist\n"
+
+
+def test_a_token_written_while_it_is_read_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    current = tokens.TokenFile(tmp_path)
+    old = current()
+    path = tokens.token_path(tmp_path)
+    new = "n" * 50  # another size than the file read: a change the next stat sees for sure
+    read = tokens._read
+
+    def read_mid_write(p: Path) -> str:
+        # Another process rewrites the file in place: this read sees it empty, and the write
+        # ends before the reader looks at the file again.
+        path.write_text("")
+        try:
+            return read(p)
+        finally:
+            path.write_text(new + "\n")
+
+    monkeypatch.setattr(tokens, "_read", read_mid_write)
+    path.write_text("x" * 43 + "\n")  # the rotation begins
+    assert current() == old  # nothing valid read yet: the old token stays
+    monkeypatch.setattr(tokens, "_read", read)
+    assert current() == new
