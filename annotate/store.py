@@ -55,6 +55,7 @@ from .models import (
     TextQuote,
 )
 from .schema import LATEST, MIGRATIONS, OWN_TABLES
+from .sqljson import ANNOTATION_JSON
 
 __all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "open", "project_db_path"]
 
@@ -420,20 +421,30 @@ class Store:
         include_resolved: bool = False,
     ) -> list[Annotation]:
         """Annotations in creation order; resolved ones only when asked for (by status or flag)."""
-        where, params = _filters(page_url, status, include_resolved)
-        if type is not None:
-            if type not in ("text", "element"):
-                raise ValidationError(f"type must be 'text' or 'element', got {type!r}", "type")
-            where.append("type = ?")
-            params.append(type)
-        if anchor_state is not None:
-            states = _choices(anchor_state, ANCHOR_STATES, "anchorState")
-            where.append(f"anchor_state IN ({','.join('?' * len(states))})")
-            params.extend(states)
-        sql = "SELECT * FROM annotations"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return self._select(sql + " ORDER BY rowid", params)
+        where, params = _annotation_filters(page_url, status, type, anchor_state, include_resolved)
+        return self._select(f"SELECT * FROM annotations WHERE {where} ORDER BY rowid", params)
+
+    def list_annotations_json(
+        self,
+        page_url: str | None = None,
+        status: str | Iterable[str] | None = None,
+        *,
+        type: str | None = None,
+        anchor_state: str | Iterable[str] | None = None,
+        include_resolved: bool = False,
+    ) -> str:
+        """`list_annotations` as the JSON array of their `to_dict()`s, written by SQLite.
+
+        For listings read on every page load (the web API): no object per row (annotate/sqljson.py).
+        """
+        where, params = _annotation_filters(page_url, status, type, anchor_state, include_resolved)
+        self._reconcile_where(where, params)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} ORDER BY a.rowid",
+                params,
+            ).fetchall()
+        return "[" + ",".join(row[0] for row in rows) + "]"
 
     def text_selectors(
         self, page_url: str, *, include_resolved: bool = False
@@ -540,7 +551,7 @@ class Store:
                     self._record(conn, "annotation", id, "anchor", row["page_url"])
         return len(updates)
 
-    def _reconcile_where(self, where: str) -> int:
+    def _reconcile_where(self, where: str, params: Iterable[Any] = ()) -> int:
         """Reconcile the text annotations matching `where`, reading only those whose file changed.
 
         One grouped query gives each file and the mtime recorded for it; a file whose mtime on disk
@@ -550,9 +561,11 @@ class Store:
         locator = self._locator()
         cond = f"type = 'text' AND ({where})"
         with self._tx(write=False) as conn:
+            params = list(params)
             groups = conn.execute(
                 f"SELECT source_file, source_mtime FROM annotations WHERE {cond} "
-                "GROUP BY source_file, source_mtime"
+                "GROUP BY source_file, source_mtime",
+                params,
             ).fetchall()
             changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
             if not changed:
@@ -563,7 +576,7 @@ class Store:
             rows = _query(
                 conn,
                 f"SELECT * FROM annotations WHERE {cond} AND (source_file IN ({marks}) OR {nulls})",
-                files,
+                [*params, *files],
             )
         return self._reconcile(rows)
 
@@ -1203,6 +1216,27 @@ def _filters(
     elif status is None and not include_resolved:
         where.append("status != 'resolved'")
     return where, params
+
+
+def _annotation_filters(
+    page_url: str | None,
+    status: str | Iterable[str] | None,
+    type: str | None,
+    anchor_state: str | Iterable[str] | None,
+    include_resolved: bool,
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (never empty) and its parameters of an annotation listing."""
+    where, params = _filters(page_url, status, include_resolved)
+    if type is not None:
+        if type not in ("text", "element"):
+            raise ValidationError(f"type must be 'text' or 'element', got {type!r}", "type")
+        where.append("type = ?")
+        params.append(type)
+    if anchor_state is not None:
+        states = _choices(anchor_state, ANCHOR_STATES, "anchorState")
+        where.append(f"anchor_state IN ({','.join('?' * len(states))})")
+        params.extend(states)
+    return " AND ".join(where) or "1", params
 
 
 def _reply(r: Row) -> Reply:

@@ -181,14 +181,18 @@ class Api:
         anchor = _list(request, "anchorState")
         resolved = _bool(request, "includeResolved")
         items = await run_in_threadpool(
-            self.store.list_annotations,
+            self.store.list_annotations_json,
             page,
             status,
             type=kind,
             anchor_state=anchor,
             include_resolved=resolved,
         )
-        return JsonResponse({"annotations": [a.to_dict() for a in items]})
+        return Response(
+            f'{{"annotations":{items}}}'.encode(),
+            media_type="application/json",
+            headers=API_HEADERS,
+        )
 
     async def create_annotation(self, request: Request) -> Response:
         _allow(request)
