@@ -455,27 +455,18 @@ class Store:
         reconciliation, which positions in the page text do not depend on.
         """
         sql = (
-            "SELECT id, quote_exact, selected_text, quote_prefix, quote_suffix, position_start, "
-            "position_end, replaced_text FROM annotations WHERE page_url = ? AND type = 'text'"
+            "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
+            "coalesce(quote_prefix, ''), coalesce(quote_suffix, ''), position_start, "
+            "position_end, nullif(replaced_text, '') FROM annotations "
+            "WHERE page_url = ? AND type = 'text'"
         )
         if not include_resolved:
             sql += " AND status != 'resolved'"
         with self._tx(write=False) as conn:
-            rows = conn.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
-        return [
-            (
-                id,
-                Selector(
-                    exact=exact or selected or "",
-                    prefix=prefix or "",
-                    suffix=suffix or "",
-                    start=start,
-                    end=end,
-                    replaced_text=replaced or None,
-                ),
-            )
-            for id, exact, selected, prefix, suffix, start, end, replaced in rows
-        ]
+            cur = conn.cursor()
+            cur.row_factory = None  # plain tuples: a page load reads every note of the page
+            rows = cur.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
+        return [(row[0], Selector(*row[1:])) for row in rows]
 
     # -- lazy reconciliation (SPEC §5, seeds/001 §4.3) -------------------------------------
 
