@@ -18,7 +18,10 @@ of the whole text with an approximate matcher: measurements in notes/FACTS.md an
 benchmarks/anchoring.py.
 
 `locate_many` does the same for all quotes of a page at once, and where a quote fits several places
-equally well (a repeated paragraph) it follows the shift measured on the page's other quotes.
+equally well (a repeated paragraph) it follows the shift measured on the page's other quotes. Walking
+the page in order, it looks for each quote first where the quote before it moved to: letter for
+letter, then approximately (taken only if the context on both sides agrees), and searches the whole
+text only for the quotes not found there.
 """
 
 from __future__ import annotations
@@ -218,6 +221,10 @@ class TextIndex:
         postings = self._postings
         return {key: postings[key] for key in wanted if key in postings}
 
+    def prefetch(self, keys: Iterable[int]) -> None:
+        """Look these keys up in one pass over the text, before `lookup` asks for them one by one."""
+        self.lookup(keys)
+
     def build(self) -> TextIndex:
         """Index every word pair now; worth it before many `locate` calls one by one."""
         if not self._complete:
@@ -339,75 +346,149 @@ def locate_many(text: str | TextIndex, selectors: Iterable[Any]) -> list[Match |
     """
     index = text if isinstance(text, TextIndex) else TextIndex(text)
     coerced = [Selector.coerce(selector) for selector in selectors]
-    held = [_held(index.text, selector) for selector in coerced]
-    queries = [
-        _Query("", "", "", None, s.start, s.end, "") if h else _Query.of(s)
-        for s, h in zip(coerced, held, strict=True)
-    ]
-    # In page order, each quote is first looked for where its old position lands after the shift
-    # of the quote before it: an edit above moves everything below by the same amount, and one
-    # check there spares a search of the whole text per quote.
-    steps: list[tuple[list[_Candidate], bool]] = [([], True)] * len(queries)
-    shift = 0
-    for i in sorted(range(len(queries)), key=lambda i: queries[i].start or 0):
-        if held[i] is not None:
-            steps[i], shift = ([held[i]], True), 0
-            continue
-        steps[i] = candidates, done = _exact_step(index, queries[i], shift)
-        old = queries[i].start
-        if done and old is not None and candidates:
-            found, ambiguous = _choose(candidates, old + shift)
-            if found is not None and not ambiguous:
-                shift = found.start - old
-    pending = {i: _anchors(queries[i]) for i, (_, done) in enumerate(steps) if not done}
-    if pending:
-        index.lookup(key for anchors in pending.values() for key, _ in anchors)
-    finalists = [
-        _fuzzy_step(index, queries[i], pending[i], candidates) if i in pending else candidates
-        for i, (candidates, _) in enumerate(steps)
-    ]
+    finalists = _page_steps(index, coerced)
     chosen = [
-        _choose(candidates, query.start)
-        for candidates, query in zip(finalists, queries, strict=True)
+        _choose(candidates, selector.start)
+        for candidates, selector in zip(finalists, coerced, strict=True)
     ]
     # Edits above a quote move it; its neighbours that kept their order (a moved section did
     # not) show by how much.
     chain = _in_order(
-        (query.start, found.start)
-        for (found, ambiguous), query in zip(chosen, queries, strict=True)
-        if found is not None and not ambiguous and query.start is not None
+        (selector.start, found.start)
+        for (found, ambiguous), selector in zip(chosen, coerced, strict=True)
+        if found is not None and not ambiguous and selector.start is not None
     )
     if len(chain) >= MIN_NEIGHBOURS:
         for i, (_, ambiguous) in enumerate(chosen):
-            old = queries[i].start
+            old = coerced[i].start
             if ambiguous and old is not None:
                 chosen[i] = _choose(finalists[i], _expected(chain, old))
     return [_answer(found, ambiguous) for found, ambiguous in chosen]
 
 
-def _held(text: str, selector: Selector) -> _Candidate | None:
-    """The stored position when the quote and its whole context are still there letter for
-    letter, as on most page loads: what `_exact_step` finds there, without folding or scoring."""
+Step = tuple[list[_Candidate], bool]  # candidates, and whether they are final
+
+
+def _page_steps(index: TextIndex, selectors: list[Selector]) -> list[list[_Candidate]]:
+    """The candidates of every quote: exact hits, else approximate matches near where the quote
+    should be, else anywhere (SPEC order).
+
+    Both passes walk the page in order and look for each quote first where its old position
+    lands after the shift of the quote found before it: an edit above moves everything below by
+    the same amount, and one check there spares a search of the whole text per quote. Quotes are
+    folded only when needed.
+    """
+    queries: dict[int, _Query] = {}  # of the quotes not found letter for letter
+    steps: list[Step] = [([], True)] * len(selectors)
+    moved_by: list[int | None] = [None] * len(selectors)  # of the quotes found without a doubt
+    order = sorted(range(len(selectors)), key=lambda i: selectors[i].start or 0)
+    shift = 0
+    for i in order:
+        selector = selectors[i]
+        held = _held(index.text, selector)
+        if held is not None:
+            steps[i], moved_by[i], shift = ([held], True), 0, 0
+            continue
+        moved = _moved(index, selector, shift) if shift else None
+        if moved is not None:
+            steps[i], moved_by[i] = ([moved], True), shift
+            continue
+        query = queries[i] = _Query.of(selector)
+        steps[i] = candidates, done = _exact_step(index, query, shift)
+        if done and query.start is not None:
+            shift = _shift(candidates, query.start, shift, moved_by, i)
+    _approximate_steps(index, queries, steps, moved_by, order)
+    return [candidates for candidates, _ in steps]
+
+
+def _shift(
+    candidates: list[_Candidate], old: int, shift: int, moved_by: list[int | None], i: int
+) -> int:
+    """The shift measured on quote `i` if it was found without a doubt (noted in `moved_by`),
+    else the one measured before it."""
+    found, ambiguous = _choose(candidates, old + shift)
+    if found is None or ambiguous:
+        return shift
+    moved_by[i] = found.start - old
+    return found.start - old
+
+
+def _approximate_steps(
+    index: TextIndex,
+    queries: dict[int, _Query],
+    steps: list[Step],
+    moved_by: list[int | None],
+    order: list[int],
+) -> None:
+    """Approximate matches for the quotes not found exactly: near where the quote found before
+    it says it is now (`_near`), else anywhere (`_fuzzy_step`).
+
+    A quote found here places the next one, so a run of edited quotes is followed from its
+    start, and the whole-text index is only needed for the quotes found nowhere near.
+    """
+    anchors: dict[int, list[tuple[int, int]]] = {}
+    shift = 0
+    for i in order:
+        if steps[i][1]:
+            shift = shift if moved_by[i] is None else moved_by[i]
+            continue
+        query = queries[i]
+        candidates = steps[i][0]
+        near = _near(index, query, shift)
+        if near is not None and query.start is not None:
+            steps[i] = [*candidates, near], True
+            # Its context agrees: its start measures the shift as well as an exact hit.
+            shift = moved_by[i] = near.start - query.start
+            continue
+        if not anchors:
+            # One scan of the text for the word pairs of every quote still to be looked for.
+            anchors = {j: _anchors(queries[j]) for j in order if not steps[j][1]}
+            index.prefetch(key for pairs in anchors.values() for key, _ in pairs)
+        candidates = _fuzzy_step(index, query, anchors[i], candidates)
+        steps[i] = candidates, True
+        if query.start is not None:
+            shift = _shift(candidates, query.start, shift, moved_by, i)
+
+
+def _held(text: str, selector: Selector, shift: int = 0) -> _Candidate | None:
+    """The stored position (moved by `shift`) when the quote and its whole context are still
+    there letter for letter, as on most page loads: what `_exact_step` finds there, without
+    folding or scoring."""
     start, end, prefix = selector.start, selector.end, selector.prefix
+    if start is None:
+        return None
+    at = start + shift
     if (
-        start is None
-        or end != start + len(selector.exact)
-        or start < len(prefix)
+        end != start + len(selector.exact)
+        or at < 0
+        or at < len(prefix)
         or not selector.exact.strip()
-        or not text.startswith(selector.exact, start)
-        or not text.startswith(selector.suffix, end)
-        or not text.startswith(prefix, start - len(prefix))
+        or not text.startswith(selector.exact, at)
+        or not text.startswith(selector.suffix, at + len(selector.exact))
+        or not text.startswith(prefix, at - len(prefix))
     ):
         return None
     return _Candidate(
-        start,
-        end,
+        at,
+        at + len(selector.exact),
         1.0,
         1.0 if prefix else None,
         1.0 if selector.suffix else None,
         1.0,
-        "position",
+        "position" if not shift else "exact",
     )
+
+
+def _moved(index: TextIndex, selector: Selector, shift: int) -> _Candidate | None:
+    """`_held` at the stored position moved by `shift`: what `_exact_step` finds there, unless
+    the folded quote is still at the stored position (`_exact_step` looks there first)."""
+    moved = _held(index.text, selector, shift)
+    if moved is None:
+        return None
+    start = moved.start - shift
+    if start >= 0 and index.folded.startswith(_fold(selector.exact), start):
+        return None
+    return moved
 
 
 def build_selector(
@@ -469,26 +550,50 @@ def _fuzzy_step(
     candidates = list(candidates)
     postings = index.lookup(key for key, _ in anchors)
     for window in _windows(query, anchors, postings, len(index.text)):
-        guess = _collapse(index.folded[max(0, window.start) : window.end])
-        if (
-            Levenshtein.normalized_similarity(
-                query.collapsed, guess, score_cutoff=MIN_ROUGH_SIMILARITY
-            )
-            < MIN_ROUGH_SIMILARITY
-        ):
-            continue
-        span = _span(query, index.folded, window)
-        if span is None:
-            continue
-        found = _collapse(index.folded[span[0] : span[1]])
-        similarity = Levenshtein.normalized_similarity(
-            query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY
-        )
-        if similarity >= MIN_QUOTE_SIMILARITY:
-            candidate = _candidate(index, query, *span, similarity, "fuzzy", len(query.collapsed))
-            if candidate is not None:
-                candidates.append(candidate)
+        candidate = _approximate(index, query, window)
+        if candidate is not None:
+            candidates.append(candidate)
     return candidates
+
+
+def _near(index: TextIndex, query: _Query, shift: int) -> _Candidate | None:
+    """An approximate match where the quote's neighbour says it is now (old position + `shift`)
+    whose context agrees, if there is one: as sure as any found by searching the whole text."""
+    if query.start is None:
+        return None
+    at, length = query.start + shift, len(query.quote)
+    if not 0 <= at <= len(index.text):
+        return None
+    # The window `_windows` adds at the old position, moved by the shift.
+    candidate = _approximate(index, query, _Window(at, at + length, WINDOW_SLACK, _slack(length)))
+    if candidate is None or not _context_agrees(candidate):
+        return None
+    # A window placed too far off still finds a similar span, with a misplaced end: the context
+    # next to that end is then a poor match (measured on benchmarks/anchoring.py: 0.51).
+    sides = (candidate.prefix, candidate.suffix)
+    return (
+        candidate if all(side is None or side >= MIN_CONTEXT_SIMILARITY for side in sides) else None
+    )
+
+
+def _approximate(index: TextIndex, query: _Query, window: _Window) -> _Candidate | None:
+    """The approximate match of the quote in a window, if it is similar enough."""
+    guess = _collapse(index.folded[max(0, window.start) : window.end])
+    if (
+        Levenshtein.normalized_similarity(query.collapsed, guess, score_cutoff=MIN_ROUGH_SIMILARITY)
+        < MIN_ROUGH_SIMILARITY
+    ):
+        return None
+    span = _span(query, index.folded, window)
+    if span is None:
+        return None
+    found = _collapse(index.folded[span[0] : span[1]])
+    similarity = Levenshtein.normalized_similarity(
+        query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY
+    )
+    if similarity < MIN_QUOTE_SIMILARITY:
+        return None
+    return _candidate(index, query, *span, similarity, "fuzzy", len(query.collapsed))
 
 
 Expected = tuple[int, int, int]  # where a quote should now start: (lowest, highest, likeliest)

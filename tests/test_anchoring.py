@@ -385,6 +385,53 @@ def test_locate_many_equals_locate_one_by_one() -> None:
     assert sum(match is None for match in expected) == 2  # the rewritten and deleted quotes
 
 
+def test_locate_many_looks_near_the_neighbours_before_searching_the_whole_text() -> None:
+    # A paragraph added on top, then edits inside two quotes: each edited quote is found
+    # approximately where the quote before it moved to, without indexing the whole text, and
+    # where `locate` finds it by searching everywhere.
+    intro = "A new introduction paragraph, written after the review started.\n"
+    quotes = [
+        "Install the package from PyPI",
+        "Then enable the plugin in mkdocs.yml, next to the search plugin",
+        "The plugin works without any options. The most useful ones are described",
+        "Select a passage, write a note",
+    ]
+    page = intro + PAGE.replace("next to the search", "beside the search").replace(
+        "works without any options", "works without options"
+    )
+    selectors = [select(PAGE, quote) for quote in quotes]
+    index = TextIndex(page)
+    found = locate_many(index, selectors)
+    assert found == [locate(page, **selector) for selector in selectors]
+    assert [m.method for m in found if m] == ["exact", "fuzzy", "fuzzy", "exact"]
+    assert index._scans == 0 and not index._complete  # no word pair was looked up
+
+
+def test_locate_many_follows_a_run_of_edited_quotes_from_the_first_one_found() -> None:
+    # A line added on top and the first quotes edited, the first one's context too: it is found
+    # by searching the whole text and places the next one; the deleted one is still not found,
+    # and the one after it, moved by the deletion, is found by searching the whole text.
+    page = "Preface\n" + PAGE
+    for old, new in {
+        "Getting started\nThis guide walks": "Getting going\nThis guide takes",
+        "adding it to your site": "adding it to the site",
+        "It assumes a working MkDocs project with a\n": "",
+        "from PyPI into the same": "from PyPI into the very same",
+    }.items():
+        page = page.replace(old, new)
+    quotes = [
+        "This guide walks you through installing the plugin",
+        "adding it to your site and\nleaving your first",
+        "It assumes a working MkDocs project with a",
+        "Install the package from PyPI into the same environment",
+        "pip install mkdocs-annotate",
+    ]
+    selectors = [select(PAGE, quote) for quote in quotes]
+    found = locate_many(page, selectors)
+    assert found == [locate(page, **selector) for selector in selectors]
+    assert [m and m.method for m in found] == ["fuzzy", "fuzzy", None, "fuzzy", "exact"]
+
+
 @dataclass
 class Quote:
     exact: str

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
-from annotate.anchoring import TextIndex, _search, _word_pairs, build_selector, locate
+from annotate.anchoring import (
+    Selector,
+    TextIndex,
+    _exact_step,
+    _held,
+    _moved,
+    _Query,
+    _search,
+    _word_pairs,
+    build_selector,
+    locate,
+)
 
 # Pseudo-words, so that a passage of a few words is (almost surely) unique in a document.
 _rng = random.Random(7)
@@ -232,3 +244,41 @@ def test_text_index_scans_and_full_index_agree(tokens: list[Token], data: st.Dat
         assert starts == sorted(starts)
         for start in starts:
             assert start == 0 or folded[start - 1] == " "
+
+
+# Few letters and every kind of whitespace: quotes recur, in and out of context, and the folded
+# text often holds a quote the raw text does not.
+LETTERS = "ab \n\t\u00a0"
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(LETTERS, min_size=1, max_size=30), st.data())
+def test_letter_for_letter_checks_give_what_the_exact_step_gives(
+    old: str, data: st.DataObject
+) -> None:
+    # `_held` (the stored position) and `_moved` (moved by a neighbour's shift) skip folding and
+    # scoring; where they answer, `_exact_step` answers the same.
+    start = data.draw(st.integers(0, len(old)))
+    end = data.draw(st.integers(start, len(old)))
+    selector = Selector.coerce(build_selector(old, start, end, data.draw(st.integers(0, 4))))
+    # Now and then a stored position that does not fit the quote, or is wrong.
+    if data.draw(st.integers(0, 3)) == 0:
+        selector = replace(selector, start=start + data.draw(st.integers(-4, 2)))
+    # Mostly an insertion above the quote and its context, which moves both.
+    cut = data.draw(st.integers(0, max(0, start - 4)) | st.integers(0, len(old)))
+    inserted = data.draw(st.text(LETTERS, min_size=1, max_size=6))
+    text = old[:cut] + inserted + old[cut:]
+    # Now and then other whitespace: the folded text still holds the quote, the raw text not.
+    if data.draw(st.integers(0, 3)) == 0:
+        text = text.replace(
+            data.draw(st.sampled_from(LETTERS[2:])), data.draw(st.sampled_from(LETTERS[2:]))
+        )
+    shift = data.draw(st.sampled_from([len(inserted)] * 3 + [-len(inserted), 1, 0]))
+    index = TextIndex(text)
+    held = _held(text, selector)
+    if held is not None:
+        event("held")
+        assert _exact_step(index, _Query.of(selector), shift) == ([held], True)
+    elif shift and (moved := _moved(index, selector, shift)) is not None:
+        event("moved")
+        assert _exact_step(index, _Query.of(selector), shift) == ([moved], True)
