@@ -454,6 +454,14 @@ class Store:
         For re-anchoring in the page's text (the anchor route): no replies and no Markdown
         reconciliation, which positions in the page text do not depend on.
         """
+        rows = self.text_selector_rows(page_url, include_resolved=include_resolved)
+        return [(row[0], Selector(*row[1:])) for row in rows]
+
+    def text_selector_rows(
+        self, page_url: str, *, include_resolved: bool = False
+    ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
+        """`text_selectors` as plain tuples `(id, exact, prefix, suffix, start, end,
+        replaced_text)`: cheap to compare, for a caller that remembers answers."""
         sql = (
             "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
             "coalesce(quote_prefix, ''), coalesce(quote_suffix, ''), position_start, "
@@ -465,8 +473,7 @@ class Store:
         with self._tx(write=False) as conn:
             cur = conn.cursor()
             cur.row_factory = None  # plain tuples: a page load reads every note of the page
-            rows = cur.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
-        return [(row[0], Selector(*row[1:])) for row in rows]
+            return cur.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
 
     # -- lazy reconciliation (SPEC §5, seeds/001 §4.3) -------------------------------------
 
