@@ -70,6 +70,7 @@ _NEW_TAB_GROUP = "annotate-new-group"  # `===!` starts a new set of tabs
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _NEWLINES = re.compile(r"\r\n?")
+_NEWLINE = re.compile("\n")
 _BACKTICKS = re.compile(r"`+")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\n]+)\]:", re.MULTILINE)
 _FENCE_TITLE = re.compile(r'\btitle="([^"]*)"')
@@ -275,12 +276,17 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
+def _line_starts(source: str) -> list[int]:
+    """The offset of each line's first character."""
+    return [0, *(m.end() for m in _NEWLINE.finditer(source))]
+
+
 class _Projector:
     """Walks markdown-it tokens and aligns the text they carry with the source characters."""
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.line_starts = [0, *(i + 1 for i, c in enumerate(source) if c == "\n")]
+        self.line_starts = _line_starts(source)
         self.chars: list[str] = []
         self.offsets: list[int] = []
         self.cursor = 0
@@ -607,8 +613,7 @@ def _haystack(source: str) -> _Haystack:
     projected = project_markdown(source)
     text, index = normalise(projected.text)
     offsets = array("q", map(projected.offsets.__getitem__, index))
-    line_starts = [0, *(m.end() for m in re.finditer("\n", source))]
-    return _Haystack(text, offsets, line_starts)
+    return _Haystack(text, offsets, _line_starts(source))
 
 
 def _search(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
