@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +12,7 @@ import pytest
 from annotate.anchoring import (
     CONTEXT_LENGTH,
     Match,
+    PageIndex,
     Selector,
     TextIndex,
     build_selector,
@@ -484,6 +487,65 @@ def test_locate_many_without_a_quote_gives_none() -> None:
 
 def test_locate_many_on_an_empty_list() -> None:
     assert locate_many(PAGE, []) == []
+
+
+# -- PageIndex --------------------------------------------------------------------------------------
+
+
+def versions_of_the_page() -> list[str]:
+    """The page as a web server sees it over a review: lines added, removed, duplicated and
+    edited, a counter line changing on every load, and once without any line break."""
+    edited = edited_page()
+    lines = edited.split("\n")
+    return [
+        PAGE,
+        PAGE + "\n1",
+        edited + "\n2",
+        edited + "\n3",
+        "\n".join(lines[:10] + lines[14:]) + "\n4",  # a paragraph removed
+        "\n".join(lines[:20] + lines[5:9] + lines[20:]),  # lines repeated
+        "\n".join(line.replace("the", "THE") for line in lines),  # every line edited
+        edited.replace("\n", " "),  # one line
+        "",
+        PAGE,
+    ]
+
+
+def test_page_index_gives_what_a_fresh_text_gives_across_versions() -> None:
+    page = PageIndex()
+    selectors = [select(PAGE, quote) for quote in QUOTES]
+    for text in versions_of_the_page():
+        assert page.locate_many(text, selectors) == locate_many(text, selectors)
+        page.index(text).lookup([0])  # brought up to date by a lookup (all quotes may hold)
+        assert set(page._lines) == set(text.split("\n"))  # only the latest text's lines
+
+
+def test_page_index_reuses_the_lines_it_has_seen() -> None:
+    page = PageIndex()
+    selectors = [select(PAGE, quote) for quote in QUOTES]
+    page.locate_many(edited_page(), selectors)
+    kept = dict(page._lines)
+    page.locate_many(edited_page() + "\nOne more line.", selectors)
+    assert set(page._lines) - set(kept) == {"One more line."}
+    assert all(page._lines[line] is entry for line, entry in kept.items())
+
+
+def test_page_index_is_shared_by_threads() -> None:
+    page = PageIndex()
+    selectors = [select(PAGE, quote) for quote in QUOTES]
+    texts = [edited_page() + f"\n{n}" for n in range(40)]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda text: page.locate_many(text, selectors), texts))
+    assert answers == [locate_many(text, selectors) for text in texts]
+
+
+def test_every_whitespace_character_but_the_space_is_unprintable() -> None:
+    # `_fold` leaves a printable string as it is.
+    assert not [
+        c
+        for c in map(chr, range(sys.maxunicode + 1))
+        if c.isspace() and c.isprintable() and c != " "
+    ]
 
 
 # -- build_selector ---------------------------------------------------------------------------------

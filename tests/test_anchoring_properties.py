@@ -9,6 +9,8 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from annotate.anchoring import (
+    MAX_POSTINGS,
+    PageIndex,
     Selector,
     TextIndex,
     _exact_step,
@@ -19,6 +21,7 @@ from annotate.anchoring import (
     _word_pairs,
     build_selector,
     locate,
+    locate_many,
 )
 
 # Pseudo-words, so that a passage of a few words is (almost surely) unique in a document.
@@ -282,3 +285,74 @@ def test_letter_for_letter_checks_give_what_the_exact_step_gives(
     elif shift and (moved := _moved(index, selector, shift)) is not None:
         event("moved")
         assert _exact_step(index, _Query.of(selector), shift) == ([moved], True)
+
+
+# -- PageIndex --------------------------------------------------------------------------------------
+
+# Lines of a page: a few words with every kind of separator, repeated lines and empty ones.
+LINES = st.lists(
+    st.lists(st.sampled_from(VOCABULARY[:40]), max_size=6).map(" ".join)
+    | st.sampled_from(["", " ", "a  b\t", "\r", "ba be\r", "\u00a0ba"]),
+    max_size=12,
+)
+LINE_EDITS = st.lists(
+    st.tuples(st.sampled_from(("insert", "delete", "duplicate", "replace")), st.integers(0, 20)),
+    max_size=4,
+)
+
+
+def edit_lines(lines: list[str], edits: list[tuple[str, int]], new: list[str]) -> list[str]:
+    lines = list(lines)
+    for (kind, at), line in zip(edits, new * len(edits), strict=False):
+        at = at % (len(lines) + 1)
+        if kind == "insert":
+            lines.insert(at, line)
+        elif lines and kind == "delete":
+            del lines[at % len(lines)]
+        elif lines and kind == "duplicate":
+            lines.insert(at, lines[at % len(lines)])
+        elif lines:
+            lines[at % len(lines)] = line
+    return lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(LINES, st.lists(st.tuples(LINE_EDITS, LINES), min_size=1, max_size=5), st.booleans())
+def test_page_index_answers_as_a_fresh_index_across_edited_texts(
+    lines: list[str], versions: list[tuple[list[tuple[str, int]], list[str]]], flat: bool
+) -> None:
+    # One PageIndex through a sequence of texts (lines added, removed, duplicated, replaced;
+    # or no line breaks at all) looks up every word pair where a fresh TextIndex does.
+    page = PageIndex()
+    for edits, new in versions:
+        lines = edit_lines(lines, edits, new or ["zu"])
+        text = (" " if flat else "\n").join(lines)
+        index, fresh = page.index(text), TextIndex(text).build()
+        keys = [key for key, _ in _word_pairs("x " + text + " x")] + [12345]
+        assert index.lookup(keys) == fresh.lookup(keys)
+        assert index.lookup(keys, MAX_POSTINGS) == {
+            key: starts for key, starts in fresh.lookup(keys).items() if len(starts) <= MAX_POSTINGS
+        }
+        for line in lines[:3]:
+            assert index.occurrences(line.strip()) == fresh.occurrences(line.strip())
+    # Only the lines of the latest text are kept.
+    assert set(page._lines) == set(text.split("\n"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(quoted(4, 20), st.lists(st.tuples(LINE_EDITS, LINES), min_size=1, max_size=4))
+def test_page_index_locates_as_a_fresh_text(
+    document: tuple[list[Token], int, int],
+    versions: list[tuple[list[tuple[str, int]], list[str]]],
+) -> None:
+    tokens, first, last = document
+    old, _ = render(tokens)
+    selectors = [build_selector(old, *span(tokens, first, last))]
+    selectors += [
+        build_selector(old, *span(tokens, i, i + 3)) for i in range(0, len(tokens) - 4, 9)
+    ]
+    page, lines = PageIndex(), old.split("\n")
+    for edits, new in versions:
+        lines = edit_lines(lines, edits, new or ["zu"])
+        text = "\n".join(lines)
+        assert page.locate_many(text, selectors) == locate_many(text, selectors)
