@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from heapq import nlargest
 from itertools import accumulate, compress, count, islice, repeat
-from operator import add, itemgetter, not_
+from operator import add, itemgetter, not_, sub
 from statistics import median_low
 from typing import Any, Literal, NamedTuple
 
@@ -381,16 +381,8 @@ class PageIndex:
             for line, at in zip(lines, offsets, strict=False):
                 if line in repeated:
                     starts[line].append(at)  # type: ignore[union-attr]
-        entries = list(map(known.__getitem__, lines))
-        spanning: dict[int, int | list[int]] = {}
-        pairs = zip(entries, islice(entries, 1, None), islice(offsets, 1, None), strict=False)
-        for before, after, at in pairs:
-            if before.last and after.first:
-                key, start = hash((before.last, after.first)), at - 1 - len(before.last)
-                held = spanning.setdefault(key, start)
-                if held != start:
-                    spanning[key] = [held, start] if type(held) is int else [*held, start]
-        self._text, self._starts, self._spanning = text, starts, spanning
+        self._spanning = _spanning(list(map(known.__getitem__, lines)), offsets)
+        self._text, self._starts = text, starts
 
     def _learn(self, line: str) -> None:
         entry = self._lines[line] = _Line.of(line)
@@ -416,6 +408,25 @@ class PageIndex:
                 held.remove(line)
                 if len(held) == 1:
                     where[key] = held[0]
+
+
+def _spanning(lines: list[_Line], offsets: list[int]) -> dict[int, int | list[int]]:
+    """The pairs of the last word of each line and the first of the next, and where they start
+    (`offsets`: where each line starts); none with an empty word."""
+    lasts = [line.last for line in lines]
+    firsts = [line.first for line in lines[1:]]
+    both = list(map(min, map(len, lasts), map(len, firsts)))  # 0 if a word is empty
+    keys = list(compress(map(hash, zip(lasts, firsts, strict=False)), both))
+    # The last word of line i starts its length and a line break before line i + 1.
+    starts = list(compress(map(sub, islice(offsets, 1, None), map(len, lasts)), both))
+    spanning: dict[int, int | list[int]] = dict(zip(keys, map((-1).__add__, starts), strict=True))
+    if len(spanning) < len(keys):  # a pair found at several line breaks: all of them
+        for key, times in Counter(keys).items():
+            if times > 1:
+                spanning[key] = [
+                    start - 1 for k, start in zip(keys, starts, strict=True) if k == key
+                ]
+    return spanning
 
 
 class _Line(NamedTuple):
@@ -1193,9 +1204,10 @@ def _search(pattern: str, text: str, target: int) -> tuple[int, int]:
     full = (1 << length) - 1
     top = 1 << (length - 1)
     plus, minus, errors = full, 0, length  # vertical deltas of the last column; its bottom value
-    best = (length + 1, 0, 0)  # (errors, distance from target, end)
+    best_errors, best_distance, best_end = length + 1, 0, 0
+    mask = masks.get
     for j, char in enumerate(text, 1):
-        eq = masks.get(char, 0)
+        eq = mask(char, 0)
         xv = eq | minus
         xh = (((eq & plus) + plus) ^ plus) | eq
         hplus = minus | (~(xh | plus) & full)
@@ -1209,10 +1221,13 @@ def _search(pattern: str, text: str, target: int) -> tuple[int, int]:
         hminus = (hminus << 1) & full
         plus = hminus | (~(xv | hplus) & full)
         minus = hplus & xv
-        candidate = (errors, abs(j - target), j)
-        if candidate < best:
-            best = candidate
-    return best[0], best[2]
+        # Fewer errors, else nearer the target (a later end is never nearer on a tie). Plain
+        # ints: a tuple per character took a third of the time.
+        if errors <= best_errors:
+            distance = abs(j - target)
+            if errors < best_errors or distance < best_distance:
+                best_errors, best_distance, best_end = errors, distance, j
+    return best_errors, best_end
 
 
 # -- Text helpers ---------------------------------------------------------------------------------
