@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from heapq import nlargest
 from itertools import accumulate, compress, count, islice, repeat
-from operator import add, itemgetter, not_, sub
+from operator import add, itemgetter, ne, not_, sub
 from statistics import median_low
 from typing import Any, Literal, NamedTuple
 
@@ -113,6 +113,11 @@ EDGE_LENGTH = 32
 MAX_EDGE_ERRORS = 0.35
 # After this many partial scans of the text, index every word pair at once.
 SCANS_BEFORE_FULL_INDEX = 2
+# A PageIndex keeps the postings it built while a new text only changes lines after the first
+# one, up to this many (a page loaded again); the cache is bounded by this many keys (~25 per
+# quote searched for in the whole text).
+MAX_CHANGED_LINES = 64
+MAX_CACHED_POSTINGS = 10_000
 
 # Every whitespace character but the space itself; `str.translate` is 100x slower on non-ASCII.
 _WHITESPACE = tuple(chr(c) for c in range(0x3001) if chr(c).isspace() and c != 0x20)
@@ -299,7 +304,9 @@ class PageIndex:
 
     Answers are the same as with a fresh `TextIndex`. Memory: the lines of the latest text
     looked up only, about 25 bytes per character of that text (tracemalloc: 3.2 MB for a 140 kB
-    page, 23 MB for the 1 MB page of benchmarks/anchoring.py), so bound the number of pages kept.
+    page, 23 MB for the 1 MB page of benchmarks/anchoring.py), plus the postings it looked up
+    (at most MAX_CACHED_POSTINGS keys, kept while a new text changes only its last lines), so
+    bound the number of pages kept.
 
     Thread safety: `locate_many` holds the page's lock for the whole call (calls for one page
     wait for each other). `index` does not lock: the index it gives updates this object on its
@@ -314,6 +321,8 @@ class PageIndex:
         # pairs spanning a line break (the last word of a line and the first of the next).
         self._starts: dict[str, int | list[int]] = {}
         self._spanning: dict[int, int | list[int]] = {}
+        self._lines_in_order: list[str] = []  # of the text
+        self._cache: dict[int, list[int]] = {}  # postings looked up, kept while still right
         self._lock = threading.Lock()
 
     def locate_many(self, text: str, selectors: Iterable[Any]) -> list[Match | None]:
@@ -330,6 +339,9 @@ class PageIndex:
         none if it is in more than `limit` lines."""
         if text is not self._text:
             self._update(text)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
         found = self._where.get(key)
         spanning = self._spanning.get(key)
         hits = [] if spanning is None else [spanning] if type(spanning) is int else [*spanning]
@@ -350,6 +362,8 @@ class PageIndex:
                 hits.extend(at + offset for at in bases for offset in offsets)
         if len(hits) > 1:
             hits.sort()
+        if len(self._cache) < MAX_CACHED_POSTINGS:
+            self._cache[key] = hits
         return hits
 
     def spread(self, text: str, key: int) -> int:
@@ -381,8 +395,26 @@ class PageIndex:
             for line, at in zip(lines, offsets, strict=False):
                 if line in repeated:
                     starts[line].append(at)  # type: ignore[union-attr]
-        self._spanning = _spanning(list(map(known.__getitem__, lines)), offsets)
-        self._text, self._starts = text, starts
+        entries = list(map(known.__getitem__, lines))
+        self._spanning = _spanning(entries, offsets)
+        self._keep_postings(lines, entries, offsets)
+        self._text, self._starts, self._lines_in_order = text, starts, lines
+
+    def _keep_postings(self, lines: list[str], entries: list[_Line], offsets: list[int]) -> None:
+        """Keep the postings still right in the new text (`lines`): a page is usually loaded
+        again with a change at its end (a counter line), and the same quotes are looked for."""
+        old, cache = self._lines_in_order, self._cache
+        same = next(compress(count(), map(ne, old, lines)), min(len(old), len(lines)))
+        if same == 0 or len(lines) - same > MAX_CHANGED_LINES:
+            cache.clear()
+            return
+        # Postings starting before the last unchanged line do not reach the changed ones; a
+        # pair of the changed lines (or their line breaks) may add a posting to any key.
+        before = offsets[same - 1]
+        added = {key for entry in entries[same:] for key in entry.starts}
+        added.update(_spanning(entries[same - 1 :], offsets[same - 1 :]))
+        for key in [key for key, hits in cache.items() if key in added or hits[-1] >= before]:
+            del cache[key]
 
     def _learn(self, line: str) -> None:
         entry = self._lines[line] = _Line.of(line)
