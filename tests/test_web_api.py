@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
+from annotate.anchoring import locate_many
 from annotate.store import Store
 from annotate.web import create_app
 
@@ -374,6 +376,56 @@ def test_anchor_answers_follow_every_change(client: TestClient, store: Store) ->
     store.accept(id)
     r = client.post(f"{API}/anchor", json={"pageUrl": "/guide/install/", "text": edited})
     assert r.json() == {"anchors": []}
+
+
+def test_anchor_versions_of_a_page_answer_as_a_fresh_search(
+    client: TestClient, store: Store
+) -> None:
+    # The route keeps each page's word-pair index from one version of its text to the next.
+    rng = random.Random(7)
+    words = [
+        "the",
+        "a",
+        "page",
+        "note",
+        "review",
+        "anchor",
+        "quote",
+        "agent",
+        "site",
+        "build",
+        "serve",
+        "file",
+    ]
+    lines = [" ".join(rng.choice(words) for _ in range(40)) + f" n{i}." for i in range(60)]
+    text = "\n".join(lines)
+    for i in range(0, 60, 4):
+        start = text.index(lines[i]) + 20
+        store.add_annotation(
+            text_note(
+                selectedText=text[start : start + 60],
+                quote={
+                    "exact": text[start : start + 60],
+                    "prefix": text[start - 20 : start],
+                    "suffix": text[start + 60 : start + 92],
+                },
+                position={"start": start, "end": start + 60},
+            )
+        )
+    selectors = [s for _, s in store.text_selectors("/guide/install/")]
+    for version in range(6):
+        edited = list(lines)
+        edited.insert(0, f"A new first line, version {version}.")
+        del edited[1 + 4 * version]  # a quoted line gone
+        edited[3 + 4 * version] = edited[3 + 4 * version].replace(" the ", " one ", 3)
+        edited.append(f"last line {version}")
+        page = "\n".join(edited)
+        r = client.post(f"{API}/anchor", json={"pageUrl": "/guide/install/", "text": page})
+        fresh = locate_many(page, selectors)
+        assert [(a["start"], a["end"]) for a in r.json()["anchors"]] == [
+            (None, None) if m is None else (m.start, m.end) for m in fresh
+        ]
+        assert sum(m is None for m in fresh) >= 1
 
 
 @pytest.mark.parametrize(
