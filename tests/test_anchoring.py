@@ -524,11 +524,33 @@ def test_page_index_gives_what_a_fresh_text_gives_across_versions() -> None:
 def test_page_index_reuses_the_lines_it_has_seen() -> None:
     page = PageIndex()
     selectors = [select(PAGE, quote) for quote in QUOTES]
-    page.locate_many(edited_page(), selectors)
+    # A text of new lines is answered with a fresh index (cheaper than indexing it by lines)...
+    assert page.locate_many(edited_page(), selectors) == locate_many(edited_page(), selectors)
+    assert page._lines == {}
+    page.catch_up()  # ... and indexed by lines after the answer
     kept = dict(page._lines)
+    assert set(kept) == set(edited_page().split("\n"))
     page.locate_many(edited_page() + "\nOne more line.", selectors)
     assert set(page._lines) - set(kept) == {"One more line."}
     assert all(page._lines[line] is entry for line, entry in kept.items())
+
+
+def test_page_index_without_catch_up_indexes_a_second_text_like_the_last() -> None:
+    page = PageIndex()
+    selectors = [select(PAGE, quote) for quote in QUOTES]
+    page.locate_many(edited_page(), selectors)
+    assert page._lines == {}
+    text = edited_page() + "\nOne more line."
+    assert page.locate_many(text, selectors) == locate_many(text, selectors)
+    assert set(page._lines) == set(text.split("\n"))
+
+
+def test_page_index_catch_up_skips_a_text_that_needed_no_search() -> None:
+    page = PageIndex()
+    selectors = [select(PAGE, quote) for quote in QUOTES]
+    page.locate_many(PAGE, selectors)  # every quote where it was: no index needed
+    page.catch_up()
+    assert page._lines == {}
 
 
 def test_page_index_is_shared_by_threads() -> None:

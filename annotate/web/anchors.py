@@ -38,6 +38,14 @@ class Anchors:
         self._indexes: OrderedDict[str, PageIndex] = OrderedDict()
         self._lock = threading.Lock()
 
+    def catch_up(self, page_url: str) -> None:
+        """Index the page's last text by lines if it was answered without (`PageIndex.index`):
+        called after the answer is sent, so the first load after a rebuild is not slowed."""
+        with self._lock:
+            index = self._indexes.get(page_url)
+        if index is not None:
+            index.catch_up()
+
     def locate(self, page_url: str, text: str, include_resolved: bool) -> tuple[bytes, bool]:
         """`{"anchors": [...]}` as JSON bytes, one entry per text annotation of the page, and
         whether the answer was remembered (the same text and notes as before)."""

@@ -337,8 +337,9 @@ class Api:
 
         answer, remembered = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
         # The overlay anchors every page it loads: parse the page's Markdown now, after the
-        # answer is sent, so the reviewer's first note on the page is saved without waiting.
-        # A page whose text is unchanged was prepared when it was first seen.
+        # answer is sent, so the reviewer's first note on the page is saved without waiting, and
+        # index a new text by lines, so its next version costs its new lines. A page whose text
+        # is unchanged was prepared when it was first seen.
         return Response(
             answer,
             media_type="application/json",
@@ -347,6 +348,7 @@ class Api:
         )
 
     def _prepare(self, page_url: str) -> None:
+        self.anchors.catch_up(page_url)
         try:
             self.store.prepare_page(page_url)
         except (AnnotateError, OSError) as e:  # a convenience: the next write reports real errors
