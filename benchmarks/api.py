@@ -298,7 +298,7 @@ def timed(
     client: Client, make: Callable[[], Request | list[Request]], runs: int
 ) -> tuple[list[float], int]:
     """Latencies of `runs` requests; a maker may give a list, whose last request alone is timed
-    (the others set the scene; before a note is saved, a reviewer's pause)."""
+    (the others set the scene, followed by a pause)."""
     before = client.errors
     out = []
     for run in range(-WARMUP, runs):
@@ -306,8 +306,10 @@ def timed(
         *setup, request = made if isinstance(made, list) else [made]
         for step in setup:
             client.call(*step)
-        if setup and request[1] == "/__annotate/api/annotations":
-            time.sleep(READING_PAUSE)  # a reviewer reads before writing a note
+        if setup:
+            # A reviewer reads before writing a note; a rebuild takes longer than this. The
+            # server's work after answering (preparing the page) is done by then.
+            time.sleep(READING_PAUSE)
         t = time.perf_counter()
         client.call(*request)
         if run >= 0:
