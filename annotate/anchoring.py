@@ -35,7 +35,6 @@ import threading
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from heapq import nlargest
 from itertools import accumulate, compress, count, islice, repeat
@@ -129,8 +128,7 @@ _OTHER_WHITESPACE = re.compile(r"[^\S ]")
 FOLD_BY_REGEX_BELOW = 512
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """Where a quote is now: `text[start:end]`, how sure (0–100), and which step found it.
 
     `score` is the similarity of the found text to the quote (or to the replacement text, for

@@ -8,6 +8,7 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from annotate.anchoring import (
+    LONG_LINE,
     MAX_POSTINGS,
     PageIndex,
     Selector,
@@ -326,7 +327,13 @@ def test_page_index_answers_as_a_fresh_index_across_edited_texts(
     for edits, new in versions:
         lines = edit_lines(lines, edits, new or ["zu"])
         text = (" " if flat else "\n").join(lines)
+        # A text of mostly new lines gets a fresh index, then is indexed by lines (`catch_up`):
+        # the next `index` of it is the line index under test.
+        page.index(text).lookup([0])
+        page.catch_up()
         index, fresh = page.index(text), TextIndex(text).build()
+        if "\n" in text and text.count("\n") * LONG_LINE >= len(text):
+            assert type(index) is not TextIndex  # the line index
         keys = [key for key, _ in _word_pairs("x " + text + " x")] + [12345]
         assert index.lookup(keys) == fresh.lookup(keys)
         assert index.lookup(keys, MAX_POSTINGS) == {
