@@ -12,13 +12,13 @@ import pytest
 from annotate.anchoring import (
     CONTEXT_LENGTH,
     Match,
-    PageIndex,
     Selector,
     TextIndex,
     build_selector,
     locate,
     locate_many,
 )
+from annotate.pageindex import PageIndex
 
 # The text of a rendered Material page, as the overlay reads it: headings, paragraphs wrapped like
 # their Markdown source, a code block, and the same admonition twice.

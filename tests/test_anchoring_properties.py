@@ -8,9 +8,7 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from annotate.anchoring import (
-    LONG_LINE,
     MAX_POSTINGS,
-    PageIndex,
     Selector,
     TextIndex,
     _exact_step,
@@ -23,6 +21,7 @@ from annotate.anchoring import (
     locate,
     locate_many,
 )
+from annotate.pageindex import LONG_LINE, PageIndex
 
 # Pseudo-words, so that a passage of a few words is (almost surely) unique in a document.
 _rng = random.Random(7)

@@ -6,7 +6,7 @@ edited note never gets a stale answer (no invalidation needed). Only the selecto
 without replies or Markdown reconciliation: positions in the page text do not depend on them.
 
 A rebuilt page's text differs from the last one in a few lines, so each recently anchored page
-keeps its word-pair index (`anchoring.PageIndex`): anchoring an edited page costs the lines that
+keeps its word-pair index (`pageindex.PageIndex`): anchoring an edited page costs the lines that
 changed, not an index of the whole text.
 """
 
@@ -19,7 +19,8 @@ from collections import OrderedDict
 
 import pydantic_core
 
-from ..anchoring import PageIndex, Selector
+from ..anchoring import Selector
+from ..pageindex import PageIndex
 from ..store import Store
 
 __all__ = ["Anchors"]
