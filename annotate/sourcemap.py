@@ -629,7 +629,9 @@ def _search(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -
 
 def _excerpt(source: str, line_start: int, line_end: int) -> str:
     lines = source.split("\n")[line_start - 1 : line_end]
-    excerpt = "\n".join(lines)
+    # NUL becomes U+FFFD, as CommonMark renders it: no stored text holds a NUL (SQLite's JSON
+    # functions, which write the web API's listings, would cut the string there).
+    excerpt = "\n".join(lines).replace("\x00", "\ufffd")
     if len(excerpt) > MAX_EXCERPT_CHARS:
         excerpt = excerpt[: MAX_EXCERPT_CHARS - 1] + "…"
     return excerpt

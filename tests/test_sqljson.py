@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 import annotate
 from tests.conftest import element_note, text_note
 
-# Any text SQLite can store: everything but lone surrogates, which validation refuses.
-texts = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
+# Any text the store accepts: everything but lone surrogates and NUL, which validation refuses
+# (SQLite's JSON functions would also cut a string at a NUL).
+texts = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40)
 some_text = st.one_of(st.none(), texts)
 
 
@@ -162,5 +163,20 @@ def test_any_stored_row(tmp_path: Path, row: dict[str, Any]) -> None:
         ],
     )
     sql, objects = listed(store)
+    # Field by field, so that a failure names the field.
+    assert [
+        {k: v for k, v in a.items() if b.get(k) != v} for a, b in zip(sql, objects, strict=True)
+    ] == [{}]
     assert sql == objects
     store.close()
+
+
+def test_a_nul_in_the_markdown_is_stored_as_a_replacement_character(tmp_path: Path) -> None:
+    md = tmp_path / "docs" / "guide" / "install.md"
+    md.parent.mkdir(parents=True)
+    md.write_text("# Install\n\nRun pip install mkdocs-annotate in a shell.\x00 Then serve.\n")
+    store = annotate.open(tmp_path)
+    store.add_annotation(text_note())
+    sql, objects = listed(store)
+    assert sql == objects
+    assert sql[0]["source"]["excerpt"].endswith("shell.\ufffd Then serve.")
