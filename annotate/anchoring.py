@@ -24,8 +24,8 @@ letter, then approximately (taken only if the context on both sides agrees), and
 text only for the quotes not found there.
 
 A web server re-anchors the notes of a page on every load, and the page changes little between
-two loads: keep an `annotate.pageindex.PageIndex` per page and call its `locate_many`, and the whole-text index costs
-only the lines that changed.
+two loads: keep an `annotate.pageindex.PageIndex` per page and call its `locate_many`, and the
+whole-text index costs only the lines that changed.
 """
 
 from __future__ import annotations
@@ -977,12 +977,9 @@ def _search(pattern: str, text: str, target: int) -> tuple[int, int]:
     """
     # Without errors, the best matches are the exact occurrences: found by `str.find`, whose
     # loop runs in C (most contexts are unchanged).
-    hit = text.find(pattern)
-    if hit != -1:
-        ends = []
-        while hit != -1:
-            ends.append(hit + len(pattern))
-            hit = text.find(pattern, hit + 1)
+    hits = _find_all(text, pattern)
+    if hits:
+        ends = [hit + len(pattern) for hit in hits]
         return 0, min(ends, key=lambda end: (abs(end - target), end))
     length = len(pattern)
     masks: dict[str, int] = {}

@@ -49,8 +49,8 @@ class PageIndex:
     indexing it by lines); `catch_up`, called after answering, indexes it by lines for next time.
 
     Thread safety: `locate_many` and `catch_up` hold the page's lock for the whole call (calls
-    for one page wait for each other). `index` does not lock: the index it gives updates this object on its
-    first lookup, so use it under a lock of your own.
+    for one page wait for each other). `index` does not lock: the index it gives updates this
+    object on its first lookup, so use it under a lock of your own.
     """
 
     def __init__(self) -> None:
@@ -274,11 +274,6 @@ class _Line(NamedTuple):
                 for key in keys[max(0, i - 1) : i + 1]:
                     starts.pop(key, None)
         return cls(starts, words[0], words[-1])
-
-    def offsets(self, key: int) -> tuple[int, ...]:
-        """Where the pair with this key starts in the line (it is there)."""
-        held = self.starts[key]
-        return (held,) if isinstance(held, int) else held
 
 
 class _LineIndex(TextIndex):

@@ -40,6 +40,7 @@ from .responses import (
     HttpError,
     JsonResponse,
     error_response,
+    json_bytes_response,
 )
 from .security import CatchAll, Guard
 from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
@@ -188,11 +189,7 @@ class Api:
             anchor_state=anchor,
             include_resolved=resolved,
         )
-        return Response(
-            f'{{"annotations":{items}}}'.encode(),
-            media_type="application/json",
-            headers=API_HEADERS,
-        )
+        return json_bytes_response(f'{{"annotations":{items}}}'.encode())
 
     async def create_annotation(self, request: Request) -> Response:
         _allow(request)
@@ -340,11 +337,8 @@ class Api:
         # answer is sent, so the reviewer's first note on the page is saved without waiting, and
         # index a new text by lines, so its next version costs its new lines. A page whose text
         # is unchanged was prepared when it was first seen.
-        return Response(
-            answer,
-            media_type="application/json",
-            headers=API_HEADERS,
-            background=None if remembered else BackgroundTask(self._prepare, page_url),
+        return json_bytes_response(
+            answer, None if remembered else BackgroundTask(self._prepare, page_url)
         )
 
     def _prepare(self, page_url: str) -> None:

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pydantic_core
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
-__all__ = ["API_HEADERS", "HttpError", "JsonResponse", "error_response"]
+__all__ = ["API_HEADERS", "HttpError", "JsonResponse", "error_response", "json_bytes_response"]
 
 # Every JSON answer: never sniffed as HTML, never cached, never framed, nothing loaded from it.
 API_HEADERS = {
@@ -65,6 +66,11 @@ class JsonResponse(Response):
                 content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
             ).encode("utf-8")
         return body
+
+
+def json_bytes_response(body: bytes, background: BackgroundTask | None = None) -> Response:
+    """A 200 answer whose JSON is already written (by SQLite, or remembered), with the API headers."""
+    return Response(body, media_type="application/json", headers=API_HEADERS, background=background)
 
 
 class HttpError(Exception):
