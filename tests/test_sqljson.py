@@ -25,11 +25,19 @@ def listed(store: annotate.Store, **filters: Any) -> tuple[list[dict[str, Any]],
     return from_sql, from_objects
 
 
+INSTALL = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
+
+
+def install_page(project: Path, markdown: str = INSTALL) -> Path:
+    """The Markdown file of `/guide/install/` (the page `text_note()` quotes), written."""
+    md = project / "docs" / "guide" / "install.md"
+    md.parent.mkdir(parents=True)
+    md.write_text(markdown)
+    return md
+
+
 def test_every_field_of_every_kind(tmp_path: Path) -> None:
-    (tmp_path / "docs" / "guide").mkdir(parents=True)
-    (tmp_path / "docs" / "guide" / "install.md").write_text(
-        "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
-    )
+    install_page(tmp_path)
     store = annotate.open(tmp_path)
     located = store.add_annotation(text_note(intent="replace", suggestion="pipx install it"))
     assert located.source is not None  # a source object, lines and a score
@@ -82,9 +90,7 @@ def test_bad_filters_are_refused_alike(store: annotate.Store) -> None:
 
 
 def test_a_changed_markdown_file_is_reconciled_first(tmp_path: Path) -> None:
-    md = tmp_path / "docs" / "guide" / "install.md"
-    md.parent.mkdir(parents=True)
-    md.write_text("# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    md = install_page(tmp_path)
     store = annotate.open(tmp_path)
     store.add_annotation(text_note())
     md.write_text("# Install\n\nA new paragraph.\n\nRun pip install mkdocs-annotate in a shell.\n")
@@ -172,9 +178,7 @@ def test_any_stored_row(tmp_path: Path, row: dict[str, Any]) -> None:
 
 
 def test_a_nul_in_the_markdown_is_stored_as_a_replacement_character(tmp_path: Path) -> None:
-    md = tmp_path / "docs" / "guide" / "install.md"
-    md.parent.mkdir(parents=True)
-    md.write_text("# Install\n\nRun pip install mkdocs-annotate in a shell.\x00 Then serve.\n")
+    install_page(tmp_path, INSTALL.replace("shell.", "shell.\x00 Then serve."))
     store = annotate.open(tmp_path)
     store.add_annotation(text_note())
     sql, objects = listed(store)
