@@ -1076,6 +1076,21 @@
     });
   }
 
+  // A mouse or touch press inside the panel holds back its re-rendering until the click is done.
+  let pressed = false;
+  panel.addEventListener("pointerdown", () => {
+    pressed = true;
+  });
+  const release = () => {
+    const held = pressed === "render";
+    pressed = false;
+    // After the click: mouseup and click come in one task, this timeout in a later one.
+    if (held) setTimeout(render, 0);
+  };
+  addEventListener("pointerup", release, true);
+  addEventListener("pointercancel", release, true);
+  addEventListener("blur", release);
+
   function render() {
     const thisPage = [...S.notes, ...S.items];
     const n = unresolved(thisPage);
@@ -1084,6 +1099,11 @@
     toggle.classList.toggle("shifted", S.open);
     panel.hidden = !S.open;
     if (!S.open) return;
+    if (pressed) {
+      // Replacing the pressed button would send its click to no button at all: wait for it.
+      pressed = "render";
+      return;
+    }
     // A live update may re-render while the reviewer types: keep focus and caret.
     const focused = root.activeElement;
     const inPanel = focused && panel.contains(focused);

@@ -18,6 +18,7 @@ from .conftest import (
     open_page,
     wait_painted,
 )
+from .test_robustness import annotate_in_store
 
 AGENT = """
 import sys, annotate
@@ -147,3 +148,30 @@ def test_prefers_color_scheme_without_material(page: Page, plain_server: Server)
     expect(page.locator("#annotate-host")).to_have_attribute("data-theme", "dark")
     page.emulate_media(color_scheme="light")
     expect(page.locator("#annotate-host")).to_have_attribute("data-theme", "light")
+
+
+def test_a_live_update_while_a_button_is_pressed_does_not_swallow_the_click(
+    page: Page, plain_server: Server
+) -> None:
+    # A live update re-renders the panel. Done between a button's mousedown and mouseup, it would
+    # replace the pressed button, and the browser would send the click to no button at all.
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "One.")
+    toggle = page.get_by_role("button", name="Review panel")
+    toggle.click()
+    panel = page.locator("#annotate-panel")
+    expect(page.get_by_role("tab", name="This page (1)")).to_be_visible()
+    add = panel.get_by_role("button", name="Add page note")
+    box = None
+    while box is None:  # None while the panel happens to re-render (opening it loads again)
+        box = add.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    annotate_in_store(plain_server, "Written by the agent meanwhile.")
+    expect(toggle).to_have_text("✎2")  # the update has arrived while the button is held
+    page.mouse.up()
+    expect(panel.get_by_label("Note", exact=True)).to_be_visible()
+    # The update held back during the press is shown once the click is done.
+    expect(page.get_by_role("tab", name="This page (2)")).to_be_visible()
+    expect(panel).to_contain_text("Written by the agent meanwhile.")
+    expect(panel.get_by_label("Note", exact=True)).to_be_visible()  # and the form stays open
