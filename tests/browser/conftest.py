@@ -244,7 +244,7 @@ def select_text(page: Page, text: str, occurrence: int = 0) -> None:
     """Select `text` of the page with the mouse, as a reader does: press before its first
     character, drag to after its last."""
     box = page.evaluate(
-        """([text, occurrence]) => {
+        """async ([text, occurrence]) => {
           const root = document.querySelector('article.md-content__inner') ||
                        document.querySelector('main') || document.body;
           const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
@@ -258,10 +258,19 @@ def select_text(page: Page, text: str, occurrence: int = 0) -> None:
           };
           const rect = (pos) => { const [n, o] = point(pos); const r = document.createRange();
             r.setStart(n, o); r.setEnd(n, o + 1); return r.getBoundingClientRect(); };
-          const first = rect(at), last = rect(at + text.length - 1);
-          first.y < 0 || first.y > innerHeight ? window.scrollBy(0, first.y - 200) : null;
-          const a = rect(at), b = rect(at + text.length - 1);
-          return {x1: a.left + 1, y1: a.top + a.height / 2, x2: b.right - 1, y2: b.top + b.height / 2};
+          // Scroll the text into view, and measure it once the page holds still there: Material's
+          // instant navigation may still scroll the new page to its top after a scroll of ours.
+          const frame = () => new Promise((done) => requestAnimationFrame(done));
+          for (let tries = 0; ; tries++) {
+            const first = rect(at);
+            if (first.y < 0 || first.y > innerHeight - 100)
+              window.scrollBy({top: first.y - 200, behavior: 'instant'});
+            let y = -1, still = 0;
+            while (still < 3) { await frame(); still = scrollY === y ? still + 1 : 0; y = scrollY; }
+            const a = rect(at), b = rect(at + text.length - 1);
+            if ((a.y >= 0 && b.bottom <= innerHeight) || tries === 10)
+              return {x1: a.left + 1, y1: a.top + a.height / 2, x2: b.right - 1, y2: b.top + b.height / 2};
+          }
         }""",
         [text, occurrence],
     )
