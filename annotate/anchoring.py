@@ -924,8 +924,9 @@ def _boundary(
     """Reconcile where the context says the quote ends (starts) with where its own edge does.
 
     If the edge's match lies inside the context's, the text between is either an insertion next
-    to the quote (outside it) or an edit inside its edge: whichever costs fewer edits, and outside
-    on a tie. If it lies outside, the quote's edge was deleted or rewritten: the context's.
+    to the quote (outside it) or an edit inside its edge: whichever costs fewer edits. On a tie,
+    outside if the edge is there letter for letter, else inside. If it lies outside, the quote's
+    edge was deleted or rewritten: the context's.
     """
     if by_context is None:
         return guess if by_quote is None else by_quote
@@ -936,11 +937,14 @@ def _boundary(
         return by_context
     if at_end:
         inside = Levenshtein.distance(edge, text[by_quote - len(edge) : by_context])
-        outside = gap + Levenshtein.distance(edge, text[by_quote - len(edge) : by_quote])
+        errors = Levenshtein.distance(edge, text[by_quote - len(edge) : by_quote])
     else:
         inside = Levenshtein.distance(edge, text[by_context : by_quote + len(edge)])
-        outside = gap + Levenshtein.distance(edge, text[by_quote : by_quote + len(edge)])
-    return by_context if inside < outside else by_quote
+        errors = Levenshtein.distance(edge, text[by_quote : by_quote + len(edge)])
+    outside = gap + errors
+    # On a tie, an edge found letter for letter had text added next to it, outside the quote;
+    # an edge found with edits was itself edited, up to the context: inside.
+    return by_context if inside < outside or (inside == outside and errors) else by_quote
 
 
 def _find_near(needle: str, text: str, at: int, slack: int) -> int | None:

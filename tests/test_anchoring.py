@@ -146,6 +146,21 @@ def test_sentence_inserted_right_before_the_quote_is_left_out() -> None:
     assert span(locate(page, **select(PAGE, quote))) == where(page, quote)
 
 
+def test_first_word_replaced_by_two_starts_at_the_context_not_inside_a_word() -> None:
+    # Found by the property tests: the quote's edge matched "ga ca doru" (the end of the new word
+    # "tega") as well as the text after the context, at the same cost. An edge found only with
+    # edits was itself edited: the quote starts where its context ends.
+    quote = (
+        "zu ca doru bavikivu be gi givurulo gu gugu cufecusa bego belugufu bemebe betutele bevu "
+        "bi bidime biferu bipofe bitahu biti bige bihepupo"
+    )
+    before = "coma dile fosu hake nuro obuki keku lebinihi bamo peta pokiti bareci zusuneli gakicu "
+    old = before + quote + " bimici bito bizeca bo bobi boco ba bace bodezi bume caro"
+    page = old.replace("zu ca doru", "badocedi tega ca doru")
+    match = locate(page, **select(old, quote))
+    assert span(match) == where(page, "badocedi tega " + quote[3:])
+
+
 def test_section_moved() -> None:
     section = PAGE[PAGE.index("Handing notes to an agent") :]
     page = PAGE.replace(section, "").replace("Installation\n", section + "Installation\n")
