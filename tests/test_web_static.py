@@ -125,13 +125,15 @@ def test_inject_works_on_bytes_in_any_case() -> None:
 def test_overlay_files(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     overlay = tmp_path / "overlay"
     overlay.mkdir()
-    (overlay / "annotate.js").write_text("console.log('hi')")
+    (overlay / "annotate.js").write_text("// a comment\nconsole.log( 'hi' ) ;\n")
     (overlay / "annotate.css").write_text(":host{}")
     monkeypatch.setattr(web_app, "find_overlay_dir", lambda: overlay)
     client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
-    r = client.get("/__annotate/overlay/annotate.js")
+    r = client.get("/__annotate/overlay/annotate.js", headers={"Accept-Encoding": "identity"})
     assert r.headers["content-type"].startswith("text/javascript")
-    assert r.text == "console.log('hi')"
+    assert "content-encoding" not in r.headers
+    assert r.text == "console.log('hi');"  # minified
+    assert r.headers["cache-control"] == "no-cache"
     assert (
         client.get("/__annotate/overlay/annotate.css")
         .headers["content-type"]
@@ -139,6 +141,45 @@ def test_overlay_files(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
     r = client.get("/__annotate/overlay/missing.js")
     assert (r.status_code, r.json()["code"]) == (404, "not_found")
+
+
+def test_overlay_files_are_gzipped_and_revalidated(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    script = overlay / "annotate.js"
+    script.write_text("const greeting = 'hello';\n" * 200)
+    monkeypatch.setattr(web_app, "find_overlay_dir", lambda: overlay)
+    client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
+    url = "/__annotate/overlay/annotate.js"
+    r = client.get(url, headers={"Accept-Encoding": "gzip, deflate"})
+    assert (r.headers["content-encoding"], r.headers["vary"]) == ("gzip", "Accept-Encoding")
+    assert int(r.headers["content-length"]) < 200  # sent compressed
+    assert r.text == "const greeting='hello';" * 200  # httpx unpacks it
+    assert (
+        client.get(url, headers={"Accept-Encoding": "gzip;q=0"}).headers.get("content-encoding")
+        is None
+    )
+    etag = r.headers["etag"]
+    again = client.get(url, headers={"If-None-Match": etag})
+    assert (again.status_code, again.content) == (304, b"")
+    # A new version of the file is served at once, under a new ETag.
+    script.write_text("const greeting = 'bye';\n")
+    newer = client.get(url, headers={"If-None-Match": etag})
+    assert (newer.status_code, newer.text) == (200, "const greeting='bye';")
+    assert newer.headers["etag"] != etag
+
+
+def test_the_served_overlay_is_the_minified_source(store: Store) -> None:
+    client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
+    source = (find_overlay_dir() / "annotate.js").read_text()
+    served = client.get("/__annotate/overlay/annotate.js").text
+    assert len(served) < 0.8 * len(source)
+    # No comment is left, and every string the overlay shows is: e.g. the panel's labels.
+    assert "// -- state" in source and "// -- state" not in served
+    for label in ("Add page note", "Copy as Markdown", "Send to agent", "Review panel"):
+        assert label in served
 
 
 def test_overlay_folder_is_found_in_a_checkout() -> None:
