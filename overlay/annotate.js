@@ -48,6 +48,9 @@
   const HL = { open: "annotate", done: "annotate-addressed", active: "annotate-active" };
   const STORE = "annotate:";
   const FEED_RETRY = [1000, 2000, 5000, 10000];
+  // Notes drawn in the panel at a time: a site's thousands would block the page for seconds on
+  // every keystroke in the search field and every live update (~0.6 ms each).
+  const LIST_STEP = 100;
 
   // -- small helpers
 
@@ -338,6 +341,7 @@
     tab: session.get("tab") || "page",
     query: "",
     filter: "active",
+    drawn: LIST_STEP, // notes the list shows; "Show more" adds LIST_STEP
     forms: {}, // item id -> {kind: reply|reopen|delete|edit, text}
     active: null, // the item shown on the page
     offline: false,
@@ -577,6 +581,7 @@
     S.anchors = new Map();
     S.active = null;
     S.forms = {};
+    S.drawn = LIST_STEP;
     S.loaded = false;
     S.painted = false;
     restored = false;
@@ -1115,19 +1120,28 @@
       h("button", {
         type: "button", role: "tab", id: "annotate-tab-" + id, "aria-selected": String(S.tab === id),
         "aria-controls": "annotate-list", tabindex: S.tab === id ? "0" : "-1",
-        onclick: () => { S.tab = id; session.set("tab", id); render(); if (id === "all" && !S.all) sync(); },
+        onclick: () => { S.tab = id; S.drawn = LIST_STEP; session.set("tab", id); render(); if (id === "all" && !S.all) sync(); },
       }, `${label} (${count})`);
     const search = h("input", { type: "search", id: "annotate-search", "aria-label": "Search notes", placeholder: "Search", value: S.query,
-      oninput: (e) => { S.query = e.target.value; render(); } });
+      oninput: (e) => { S.query = e.target.value; S.drawn = LIST_STEP; render(); } });
     const filter = h("select", { id: "annotate-filter", "aria-label": "Status",
-      onchange: (e) => { S.filter = e.target.value; render(); } },
+      onchange: (e) => { S.filter = e.target.value; S.drawn = LIST_STEP; render(); } },
       FILTERS.map(([v, l]) => h("option", { value: v, text: l })));
     filter.value = S.filter;
 
     const list = h("div", { id: "annotate-list", class: "list", role: "tabpanel", "aria-labelledby": "annotate-tab-" + S.tab });
+    // The first S.drawn notes in the order shown; the rest behind "Show more".
+    let room = S.drawn;
+    let left = 0;
+    const draw = (xs) => {
+      const kept = xs.slice(0, Math.max(0, room));
+      room -= kept.length;
+      left += xs.length - kept.length;
+      return kept;
+    };
     if (S.tab === "page") {
-      const notes = visible(S.notes);
-      const items = visible(S.items);
+      const notes = draw(visible(S.notes));
+      const items = draw(visible(S.items));
       if (notes.length) list.append(h("h3", { text: "Page notes" }), h("ul", {}, notes.map((x) => itemView(x, true))));
       if (items.length) list.append(h("h3", { text: "On this page" }), h("ul", {}, items.map((x) => itemView(x, true))));
     } else {
@@ -1136,12 +1150,19 @@
         if (!pages.has(x.pageUrl)) pages.set(x.pageUrl, []);
         pages.get(x.pageUrl).push(x);
       }
-      for (const [url, xs] of [...pages].sort((p, q) => p[0].localeCompare(q[0]))) {
-        const title = xs.find((x) => x.pageTitle);
+      for (const [url, all] of [...pages].sort((p, q) => p[0].localeCompare(q[0]))) {
+        const xs = draw(all);
+        if (!xs.length) continue;
+        const title = all.find((x) => x.pageTitle);
         list.append(h("h3", {}, h("a", { href: url, text: title ? title.pageTitle : url }), " ", h("code", { text: url })),
           h("ul", {}, xs.map((x) => itemView(x, false))));
       }
     }
+    if (left)
+      list.append(button(`Show ${Math.min(left, LIST_STEP)} more (${left} not shown)`, () => {
+        S.drawn += LIST_STEP;
+        render();
+      }, "more", { id: "annotate-more" }));
     if (!list.childElementCount)
       list.append(h("p", { class: "empty", text: S.loaded ? "No notes here yet." : "Loading…" }));
 
@@ -1351,6 +1372,7 @@ h3 code,.source{font-size:11px}
 [aria-selected=true]{border-bottom-color:var(--acc);font-weight:700}
 .tools{flex-wrap:nowrap}
 .list{flex:1;overflow:auto}
+.list .more{display:block;margin:8px auto}
 ul,ol{list-style:none;margin:0;padding:0}
 .item{border:1px solid var(--line);border-radius:8px;padding:8px;margin:0 0 8px}
 .item.active{border-color:#ff8c00}

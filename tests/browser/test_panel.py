@@ -242,3 +242,29 @@ def test_every_note_of_the_site_is_fetched_only_for_the_all_pages_tab(
     expect(panel(page).locator("li.item")).to_have_count(2)
     # Once, or twice when the change feed's news of the page note arrives after the click.
     assert 1 <= len(site_wide) <= 2
+
+
+def test_a_long_list_is_drawn_a_hundred_notes_at_a_time(page: Page, plain_server: Server) -> None:
+    # Thousands of notes drawn at once would block the page on every keystroke in the search.
+    with annotate.open(plain_server.project) as store:
+        for i in range(250):
+            store.add_page_note({"pageUrl": f"/p{i:03}/", "note": f"Remark number {i:03}."})
+    open_page(page, plain_server.url)
+    open_panel(page)
+    page.get_by_role("tab", name="All pages (250)").click()
+    items = panel(page).locator("li.item")
+    expect(items).to_have_count(100)
+    expect(items.last).to_contain_text("Remark number 099.")
+    panel(page).get_by_role("button", name="Show 100 more (150 not shown)").click()
+    expect(items).to_have_count(200)
+    more = panel(page).get_by_role("button", name="Show 50 more (50 not shown)")
+    expect(more).to_be_focused()  # the focus stays on the button the reviewer pressed
+    more.click()
+    expect(items).to_have_count(250)
+    expect(panel(page).locator("#annotate-more")).to_have_count(0)
+    # The search looks through every note, drawn or not; a new search starts again at 100.
+    panel(page).get_by_label("Search notes").fill("number 24")
+    expect(items).to_have_count(10)
+    expect(items.first).to_contain_text("Remark number 240.")
+    panel(page).get_by_label("Search notes").fill("Remark")
+    expect(items).to_have_count(100)
