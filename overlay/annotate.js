@@ -1150,10 +1150,10 @@
         if (!pages.has(x.pageUrl)) pages.set(x.pageUrl, []);
         pages.get(x.pageUrl).push(x);
       }
-      for (const [url, all] of [...pages].sort((p, q) => p[0].localeCompare(q[0]))) {
-        const xs = draw(all);
+      for (const [url, notes] of [...pages].sort((p, q) => p[0].localeCompare(q[0]))) {
+        const xs = draw(notes);
         if (!xs.length) continue;
-        const title = all.find((x) => x.pageTitle);
+        const title = notes.find((x) => x.pageTitle);
         list.append(h("h3", {}, h("a", { href: url, text: title ? title.pageTitle : url }), " ", h("code", { text: url })),
           h("ul", {}, xs.map((x) => itemView(x, false))));
       }
