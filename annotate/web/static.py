@@ -226,7 +226,7 @@ def _asset(path: Path, mtime_ns: int, size: int) -> OverlayAsset:
     body = path.read_bytes()
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     if media_type == "text/javascript":
-        # Comments and indentation are a quarter of the gzipped size (benchmarks/overlay.py).
+        # Comments and indentation are a fifth of the gzipped size (benchmarks/overlay.py).
         body = rjsmin.jsmin(body.decode("utf-8"), keep_bang_comments=True).encode("utf-8")
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     return OverlayAsset(body, gzip.compress(body, 9, mtime=0), etag, media_type)
