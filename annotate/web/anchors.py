@@ -61,7 +61,6 @@ class Anchors:
             if digest in self._cache:
                 self._cache.move_to_end(digest)
                 return self._cache[digest], True
-        with self._lock:
             index = self._indexes.pop(page_url, None) or PageIndex()
             self._indexes[page_url] = index  # the most recently used last
             while len(self._indexes) > INDEXED_PAGES:
