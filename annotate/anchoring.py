@@ -464,26 +464,10 @@ def _approximate_steps(
 def _held(text: str, selector: Selector) -> _Candidate | None:
     """The stored position when the quote and its whole context are still there letter for
     letter, as on most page loads: what `_exact_step` finds there, without folding or scoring."""
-    start, end, prefix = selector.start, selector.end, selector.prefix
-    if (
-        start is None
-        or end != start + len(selector.exact)
-        or start < len(prefix)
-        or not selector.exact.strip()
-        or not text.startswith(selector.exact, start)
-        or not text.startswith(selector.suffix, end)
-        or not text.startswith(prefix, start - len(prefix))
-    ):
+    start, end, exact = selector.start, selector.end, selector.exact
+    if start is None or end != start + len(exact):
         return None
-    return _Candidate(
-        start,
-        end,
-        1.0,
-        1.0 if prefix else None,
-        1.0 if selector.suffix else None,
-        1.0,
-        "position",
-    )
+    return _intact(text, exact, selector.prefix, selector.suffix, start, "position")
 
 
 def _moved(index: TextIndex, selector: Selector, shift: int) -> _Candidate | None:
@@ -494,27 +478,28 @@ def _moved(index: TextIndex, selector: Selector, shift: int) -> _Candidate | Non
     if start is None:
         return None
     # Folded: a reflow elsewhere in the paragraph turns spaces of the context into line breaks.
-    exact, prefix, suffix = _fold(selector.exact), _fold(selector.prefix), _fold(selector.suffix)
-    at, text = start + shift, index.folded
+    exact, text = _fold(selector.exact), index.folded
+    if end != start + len(exact) or (start >= 0 and text.startswith(exact, start)):
+        return None
+    prefix, suffix = _fold(selector.prefix), _fold(selector.suffix)
+    return _intact(text, exact, prefix, suffix, start + shift, "exact")
+
+
+def _intact(
+    text: str, exact: str, prefix: str, suffix: str, at: int, method: Method
+) -> _Candidate | None:
+    """The quote at `at` with a full score when it and its whole context are there letter for
+    letter (`_held`, `_moved`), else `None`."""
+    end = at + len(exact)
     if (
-        end != start + len(exact)
-        or at < len(prefix)
+        at < len(prefix)
         or not exact.strip()
-        or (start >= 0 and text.startswith(exact, start))
         or not text.startswith(exact, at)
-        or not text.startswith(suffix, at + len(exact))
+        or not text.startswith(suffix, end)
         or not text.startswith(prefix, at - len(prefix))
     ):
         return None
-    return _Candidate(
-        at,
-        at + len(exact),
-        1.0,
-        1.0 if prefix else None,
-        1.0 if suffix else None,
-        1.0,
-        "exact",
-    )
+    return _Candidate(at, end, 1.0, 1.0 if prefix else None, 1.0 if suffix else None, 1.0, method)
 
 
 def build_selector(
