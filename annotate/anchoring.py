@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from heapq import nlargest
 from itertools import accumulate, compress, count, islice, repeat
@@ -235,8 +235,7 @@ class TextIndex:
         """Index every word pair now; worth it before many `locate` calls one by one."""
         if not self._complete:
             postings: defaultdict[int, list[int]] = defaultdict(list)
-            starts = map(add, accumulate(map(len, self._words), initial=0), count())
-            for key, start in zip(self._keys, starts, strict=False):
+            for key, start in zip(self._keys, _starts(self._words), strict=False):
                 postings[key].append(start)
             self._postings = postings
             self._complete = True
@@ -272,13 +271,19 @@ class TextIndex:
         self._scans += 1
 
 
+def _starts(parts: Iterable[str]) -> Iterator[int]:
+    """Where each of `parts` starts when they are joined by a one-character separator (words by
+    a space, lines by a line break): the letters before it and one separator each."""
+    return map(add, accumulate(map(len, parts), initial=0), count())
+
+
 def _word_pairs(text: str) -> list[tuple[int, int]]:
     """(key, offset) of each pair of whole words in `text`, as `TextIndex` keys them.
 
     The first and last words may be cut, so only pairs strictly inside are used.
     """
     words = _fold(text).split(" ")
-    starts = list(accumulate((len(word) + 1 for word in words), initial=0))
+    starts = list(_starts(words))
     return [
         (hash((words[i], words[i + 1])), starts[i])
         for i in range(1, len(words) - 2)

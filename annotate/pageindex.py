@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from itertools import accumulate, compress, count, islice
-from operator import add, ne, not_, sub
+from itertools import compress, count, islice
+from operator import ne, not_, sub
 from typing import Any, NamedTuple
 
-from .anchoring import Match, TextIndex, _fold, locate_many
+from .anchoring import Match, TextIndex, _fold, _starts, locate_many
 
 __all__ = ["PageIndex"]
 
@@ -164,8 +164,7 @@ class PageIndex:
             self._forget(line)
         for line in counts.keys() - known.keys():
             self._learn(line)
-        # Line i starts after the letters of the lines before it and one line break each.
-        offsets = list(map(add, accumulate(map(len, lines), initial=0), count()))
+        offsets = list(_starts(lines))
         starts: dict[str, int | list[int]] = dict(zip(lines, offsets, strict=False))
         if len(starts) < len(lines):  # repeated lines: keep every start of those with pairs
             repeated = {line for line, n in counts.items() if n > 1 and known[line].starts}
@@ -263,8 +262,7 @@ class _Line(NamedTuple):
     def of(cls, line: str) -> _Line:
         # Whole-line operations in C: a Python loop over the words takes 4x as long.
         words = _fold(line).split(" ")
-        # Word i starts after the letters of the words before it and one space each.
-        offsets = list(map(add, accumulate(map(len, words), initial=0), count()))
+        offsets = list(_starts(words))
         keys = list(map(hash, zip(words, islice(words, 1, None), strict=False)))
         starts: dict[int, int | tuple[int, ...]] = dict(zip(keys, offsets, strict=False))
         if len(starts) < len(keys):  # a pair found again in the line ("of the")
