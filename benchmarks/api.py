@@ -20,8 +20,8 @@ client with keep-alive measures, one request at a time:
   send a new version of the text every time (a counter appended at the end: same offsets, new
   text); it also keeps each page's word-pair index, so a version costs its new lines (here, the
   counter's). "Again" sends the same text, as a reload of an unchanged page does. "First
-  load after the rebuild" sends another edited version (untimed), then the edited one, none of
-  whose lines the server has seen: the cost of the first page load after such an edit;
+  load after the rebuild" sends the text as it was (untimed), then the edited one, none of whose
+  lines the server has seen: the cost of the first page load after such an edit;
 - baselines, in the same run, for what the machine's HTTP round trip costs: the health route (no
   store) and the anchor route on a page without notes (the 140 kB body alone);
 
@@ -136,9 +136,6 @@ class Project:
             edited[i] = ""
         intro = "A new introduction paragraph, written after the review started."
         self.edited_text = self._text(BUSY_PAGE, [intro, *edited])
-        # The same edits after one more sentence on top: every paragraph wrapped differently, so
-        # none of its lines is a line of `edited_text`.
-        self.rewrapped_text = self._text(BUSY_PAGE, [intro, intro, *edited])
 
     @staticmethod
     def _paragraphs(sentences: list[str]) -> list[str]:
