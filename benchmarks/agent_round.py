@@ -253,7 +253,9 @@ class Round:
         return text
 
 
-async def work(root: Path) -> tuple[Round, int, dict[str, bool]]:
+async def work(
+    root: Path, fixture: dict[str, dict[str, Any]]
+) -> tuple[Round, int, dict[str, bool]]:
     async with Client(build_server(root)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         listing = sum(
@@ -265,9 +267,14 @@ async def work(root: Path) -> tuple[Round, int, dict[str, bool]]:
         lean = {"message": "message" in params, "deleted": "deleted" in params}
         r = Round(client)
         await r.call("summary")
-        review = json.loads(await r.call("wait_for_review", timeout_s=0))["review"]
-        notes = [*review["annotations"], *review.get("pageNotes", [])]
-        for note in notes:
+        answer = await r.call("wait_for_review", timeout_s=0)
+        # Only the ids are taken from the answer (its shape may change); what each note asks
+        # comes from the fixture, in the order the review lists them.
+        order = sorted((i for i in fixture if i in answer), key=answer.index)
+        if len(order) != len(fixture):
+            raise SystemExit(f"the review listed {len(order)} of the {len(fixture)} notes")
+        for id in order:
+            note = fixture[id]
             await r.call("get_context", id=note["id"])
             await r.call("set_in_progress", id=note["id"])
             new, reply = edit(root, note)
@@ -284,8 +291,6 @@ async def work(root: Path) -> tuple[Round, int, dict[str, bool]]:
                     await r.call("update_annotation_target", id=note["id"], replacedText=new)
                 await r.call("address_annotation", id=note["id"])
                 await r.call("add_agent_reply", id=note["id"], message=reply)
-        if len(notes) != len(TEXT_NOTES) + 2:
-            raise SystemExit(f"the review held {len(notes)} notes, not {len(TEXT_NOTES) + 2}")
     return r, listing, lean
 
 
@@ -337,8 +342,11 @@ def main() -> None:
     print(describe())
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        make_project(root).close()
-        r, listing, lean = anyio.run(work, root)
+        store = make_project(root)
+        fixture = {a.id: a.to_dict() for a in store.list_annotations()}
+        fixture.update({n.id: n.to_dict() for n in store.list_page_notes()})
+        store.close()
+        r, listing, lean = anyio.run(work, root, fixture)
         used = [k for k, v in lean.items() if v]
         print(
             f"\n12-note edit-mode review ({len(TEXT_NOTES)} text notes, 1 page note, 1 element "
