@@ -525,9 +525,15 @@ def mcp(project: str, db: str | None) -> None:
 )
 @click.option("--uninstall", is_flag=True, help="Remove exactly what setup wrote.")
 @click.option(
+    "--gate",
+    is_flag=True,
+    help="Also install the Stop hook `annotate hook stop` (Claude Code, Codex); with "
+    "--uninstall, remove only it.",
+)
+@click.option(
     "--command",
     "server_command",
-    help="The command agents run for the MCP server (default: annotate, or its full path).",
+    help="The command agents run (default: the absolute path of this annotate).",
 )
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
@@ -535,6 +541,7 @@ def setup(
     agent: str,
     scope: str | None,
     uninstall: bool,
+    gate: bool,
     server_command: str | None,
     project: str,
     as_json: bool,
@@ -545,10 +552,10 @@ def setup(
     chosen = setup_module.AGENTS if agent == "all" else (agent,)
     try:
         if uninstall:
-            actions = setup_module.uninstall(project, chosen, scope)
+            actions = setup_module.uninstall(project, chosen, scope, gate=gate)
         else:
             actions = setup_module.install(
-                project, chosen, scope or "project", command=server_command
+                project, chosen, scope or "project", command=server_command, gate=gate
             )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
@@ -556,6 +563,43 @@ def setup(
     data = [{"action": a.verb, "path": str(a.path), "what": a.what} for a in actions]
     none = "Nothing to remove." if uninstall else "Nothing to do."
     ctx.emit(data, lambda: "\n".join(str(a) for a in actions) or none)
+
+
+@cli.group("hook")
+def hook() -> None:
+    """Hooks that coding agents run (`annotate setup --gate` installs them)."""
+
+
+MAX_HOOK_INPUT = 1_000_000  # the hook's JSON; Claude Code's and Codex's are a few hundred bytes
+
+
+@hook.command("stop")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Project folder (default: found from the agent's working folder upwards).",
+)
+def hook_stop(project: str | None) -> None:
+    """Stop hook (Claude Code, Codex): block the stop while a review the agent took has notes
+    not addressed, at most 3 times in a row. Reads the hook's JSON on standard input."""
+    from . import hook as hook_module
+
+    if sys.stdin.isatty():
+        raise SystemExit(_fail("annotate hook stop reads the agent's hook input (JSON) on stdin"))
+    text = sys.stdin.read(MAX_HOOK_INPUT + 1)
+    try:
+        if len(text) > MAX_HOOK_INPUT:
+            raise ValueError(f"over {MAX_HOOK_INPUT} characters")
+        payload = json.loads(text)
+    except ValueError as e:
+        raise SystemExit(_fail(f"The hook's input is not JSON: {e}")) from None
+    try:
+        answer = hook_module.stop(payload, project).to_dict()
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+    if answer is not None:
+        click.echo(json.dumps(answer, ensure_ascii=False))
 
 
 @cli.command("serve")

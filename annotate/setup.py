@@ -3,6 +3,9 @@
 For each agent (Claude Code, Codex, OpenCode) and scope (the project, or the user's home) it writes
 the MCP server's entry into the agent's configuration, merged with what is there, and a skill file
 that teaches the workflow (seeds/001 §8.1); `.annotate/` goes into the project's `.gitignore`.
+With `gate=True` it also installs `annotate hook stop` as a Stop hook (Claude Code's
+`settings.json`, Codex's `hooks.json`; OpenCode has no hook that can hold a turn), which keeps the
+agent at a review it took until every note is addressed (annotate/hook.py).
 Everything written is recorded in `.annotate/config.json` (seeds/001 §4.5), so a second run changes
 nothing and `--uninstall` removes exactly that: our entries, never the user's own.
 """
@@ -13,7 +16,7 @@ import contextlib
 import json
 import os
 import re
-import shutil
+import shlex
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +41,8 @@ TOML_BEGIN = (
 )
 TOML_END = f"# {NAME}: end"
 OPENCODE_SCHEMA = "https://opencode.ai/config.json"
+HOOK_TIMEOUT = 10  # seconds; the hook answers in well under one (benchmarks/agent_round.py)
+NO_GATE = "no stop gate: OpenCode's plugins cannot hold a turn (docs/agents.md)"
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,14 @@ class Action:
 
 @dataclass(frozen=True)
 class Target:
-    """Where one agent keeps its MCP configuration and its skills, in one scope."""
+    """Where one agent keeps its MCP configuration, its skills and its hooks, in one scope."""
 
     agent: str
     scope: str
     mcp: Path
     kind: str  # mcp-json (key `mcpServers` / `mcp`) or mcp-toml
     skill: Path
+    hooks: Path | None  # None: the agent has no Stop hook that can hold a turn
 
 
 def targets(project: Path, agent: str, scope: str) -> Target:
@@ -69,27 +75,34 @@ def targets(project: Path, agent: str, scope: str) -> Target:
     skill = Path("skills") / NAME / "SKILL.md"
     if agent == "claude":
         mcp = project / ".mcp.json" if scope == "project" else home / ".claude.json"
-        return Target(agent, scope, mcp, "mcp-json", base / ".claude" / skill)
+        claude = base / ".claude"
+        return Target(agent, scope, mcp, "mcp-json", claude / skill, claude / "settings.json")
     if agent == "codex":
+        codex = base / ".codex"
         return Target(
-            agent, scope, base / ".codex" / "config.toml", "mcp-toml", base / ".codex" / skill
+            agent, scope, codex / "config.toml", "mcp-toml", codex / skill, codex / "hooks.json"
         )
     if scope == "project":
         return Target(
-            agent, scope, project / "opencode.json", "mcp-json", project / ".opencode" / skill
+            agent, scope, project / "opencode.json", "mcp-json", project / ".opencode" / skill, None
         )
     config = home / ".config" / "opencode"
-    return Target(agent, scope, config / "opencode.json", "mcp-json", config / skill)
+    return Target(agent, scope, config / "opencode.json", "mcp-json", config / skill, None)
 
 
 def server_command() -> str:
-    """`annotate` when that is this installation's command on PATH, else its full path."""
-    here = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "annotate" else None
-    here = here or Path(sys.executable).parent / "annotate"
-    found = shutil.which("annotate")
-    if found and here.exists() and Path(found).resolve() == here.resolve():
-        return "annotate"
-    return str(here) if here.exists() else "annotate"
+    """The absolute path of the `annotate` that is running (issue #14, item 9).
+
+    Never the bare name: an agent started outside the virtual environment setup ran in (activated
+    or not) would not find it. A symlink (pipx's `~/.local/bin/annotate`) is kept as it is, so the
+    command survives a reinstall. `python -m annotate.cli` runs write the environment's own
+    `annotate`, and `annotate` only when there is none.
+    """
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "annotate" and argv0.is_file():
+        return str(argv0.absolute())
+    here = Path(sys.executable).parent / "annotate"
+    return str(here.absolute()) if here.is_file() else "annotate"
 
 
 # -- the files ----------------------------------------------------------------------------------
@@ -238,6 +251,38 @@ def _toml_block(command: str) -> str:
     )
 
 
+def _hook_handler(command: str) -> dict[str, Any]:
+    # Both agents run it through a shell: quote a path with spaces.
+    return {
+        "type": "command",
+        "command": f"{shlex.quote(command)} hook stop",
+        "timeout": HOOK_TIMEOUT,
+    }
+
+
+def _is_our_hook(handler: Any, command: str | None) -> bool:
+    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+        return False
+    return handler["command"] == command or bool(_OUR_HOOK.search(handler["command"]))
+
+
+def _without_our_hooks(groups: list[Any], command: str | None) -> list[Any]:
+    """The Stop groups with our handlers taken out, and groups left empty by that dropped."""
+    kept = []
+    for group in groups:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if isinstance(handlers, list):
+            left = [h for h in handlers if not _is_our_hook(h, command)]
+            if len(left) != len(handlers):
+                if left:
+                    kept.append({**group, "hooks": left})
+                continue
+        kept.append(group)
+    return kept
+
+
+# `… annotate hook stop`, whatever path or quoting precedes it.
+_OUR_HOOK = re.compile(r"""(?:^|[/\\\s'"])annotate['"]?\s+hook\s+stop\s*$""")
 _TOML_OWN_TABLE = re.compile(rf'^\s*\[\s*mcp_servers\.(?:{NAME}|"{NAME}")\s*\]', re.M)
 _TOML_BLOCK = re.compile(rf"^{re.escape(TOML_BEGIN)}\n.*?^{re.escape(TOML_END)}\n?", re.M | re.S)
 
@@ -293,8 +338,11 @@ def install(
     scope: str = "project",
     *,
     command: str | None = None,
+    gate: bool = False,
 ) -> list[Action]:
-    """Connect the agents to the project's notes; idempotent. Returns what was done."""
+    """Connect the agents to the project's notes; idempotent. Returns what was done.
+
+    `gate` also installs the Stop hook `annotate hook stop` where the agent has one."""
     root = Path(project).resolve()
     chosen = _check(root, agents, scope)
     store_module.open(root).close()  # .annotate/ with its own `*` .gitignore
@@ -305,6 +353,8 @@ def install(
         t = targets(root, agent, scope)
         actions.append(_install_mcp(t, record, command))
         actions.append(_install_skill(t, record))
+        if gate:
+            actions.append(_install_gate(t, record, command))
     record.save()
     return actions
 
@@ -385,6 +435,38 @@ def _install_skill(t: Target, record: Record) -> Action:
     return Action("wrote" if changed else "unchanged", t.skill, f"skill for {t.agent}")
 
 
+def _install_gate(t: Target, record: Record, command: str) -> Action:
+    if t.hooks is None:
+        return Action("skipped", t.mcp, NO_GATE)
+    path = t.hooks
+    data = _read_json(path)
+    if data is None:
+        return Action("skipped", path, "not a JSON object; add the hook by hand (docs/agents.md)")
+    hooks = data.get("hooks")
+    stop = hooks.get("Stop") if isinstance(hooks, dict) else None
+    bad_hooks = hooks is not None and not isinstance(hooks, dict)
+    if bad_hooks or (stop is not None and not isinstance(stop, list)):
+        return Action("skipped", path, "'hooks' is not in the expected form; add it by hand")
+    ours = record.find("hook-json", path)
+    wanted = _hook_handler(command)
+    groups = list(stop or [])
+    if not any(isinstance(g, dict) and wanted in (g.get("hooks") or []) for g in groups):
+        # An older entry of ours (another command path) makes way for the new one.
+        groups = _without_our_hooks(groups, ours.get("command") if ours else None)
+        groups.append({"hooks": [wanted]})
+    entry = {"created": not path.exists(), "hooksCreated": hooks is None,
+             "stopCreated": stop is None}  # fmt: skip
+    data["hooks"] = {**(hooks or {}), "Stop": groups}
+    dirs = _mkdirs(path.parent)
+    changed = _write(path, _dump(data))
+    if ours is None:
+        record.add({"agent": t.agent, "scope": t.scope, "kind": "hook-json", "path": str(path),
+                    **entry, "command": wanted["command"], "dirs": dirs})  # fmt: skip
+    else:
+        ours["command"] = wanted["command"]
+    return Action("wrote" if changed else "unchanged", path, f"Stop hook for {t.agent}")
+
+
 # -- uninstall ----------------------------------------------------------------------------------
 
 
@@ -392,18 +474,23 @@ def uninstall(
     project: str | os.PathLike[str] = ".",
     agents: Iterable[str] = AGENTS,
     scope: str | None = None,
+    *,
+    gate: bool = False,
 ) -> list[Action]:
     """Remove what `install` recorded for these agents (and scope); the `.gitignore` line only
-    when every agent goes. Skill files installed before the record existed are found by path."""
+    when every agent goes. Skill files installed before the record existed are found by path.
+    `gate` removes the Stop hooks only."""
     root = Path(project).resolve()
     chosen = _check(root, agents, scope)
     record = Record(root)
-    every = set(chosen) == set(AGENTS) and scope is None
+    every = set(chosen) == set(AGENTS) and scope is None and not gate
     actions: list[Action] = []
     keep: list[dict[str, Any]] = []
     undone: list[dict[str, Any]] = []
     for entry in record.installs:
         wanted = entry["agent"] in chosen and scope in (None, entry["scope"])
+        if gate and entry["kind"] != "hook-json":
+            wanted = False
         if entry["kind"] == "gitignore":
             wanted = every
         if not wanted:
@@ -415,7 +502,7 @@ def uninstall(
     folders = {d for e in undone for d in e.get("dirs", [])}
     # seeds/001 §8.3: without a record (older installs), look in the known places.
     recorded = {e["path"] for e in record.installs} | {str(a.path) for a in actions}
-    for agent in chosen:
+    for agent in () if gate else chosen:
         for s in SCOPES if scope is None else (scope,):
             path = targets(root, agent, s).skill
             if str(path) not in recorded and _is_our_skill(path):
@@ -451,6 +538,18 @@ def _undo(entry: dict[str, Any]) -> Action:
                 del lines[i]
                 break
         new = "".join(lines)
+    elif kind == "hook-json":
+        data = _read_json(path)
+        if data is None:
+            return Action("skipped", path, "not a JSON object any more; remove the hook by hand")
+        hooks = data.get("hooks")
+        if isinstance(hooks, dict) and isinstance(hooks.get("Stop"), list):
+            hooks["Stop"] = _without_our_hooks(hooks["Stop"], entry.get("command"))
+            if not hooks["Stop"] and entry.get("stopCreated"):
+                del hooks["Stop"]
+            if not hooks and entry.get("hooksCreated"):
+                del data["hooks"]
+        new = _dump(data) if data else ""
     elif kind == "mcp-toml":
         new = _TOML_BLOCK.sub("", text, count=1)
         new = new.rstrip("\n") + "\n" if new.strip() else ""
@@ -471,4 +570,4 @@ def _undo(entry: dict[str, Any]) -> Action:
         path.unlink()
         return Action("removed", path, "file written by setup")
     _write(path, new)
-    return Action("removed", path, f"{NAME} entry")
+    return Action("removed", path, "Stop hook" if kind == "hook-json" else f"{NAME} entry")

@@ -4,6 +4,9 @@ what it wrote (issue #7, seeds/001 §8). HOME is a temp folder in every test."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -310,3 +313,131 @@ def test_cli(project: Path, home: Path) -> None:
     bad = runner.invoke(cli, ["setup", "--project", str(project / "nowhere")])
     assert bad.exit_code == 1
     assert bad.output.startswith("Error: Project folder ")
+
+
+# -- the Stop hook (issue #14, item 12) and the command written (item 9) -------------------------
+
+USER_SETTINGS = {
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def hook(command: str) -> dict[str, object]:
+    return {"type": "command", "command": f"{command} hook stop", "timeout": 10}
+
+
+def test_gate_merges_into_the_agents_hooks(project: Path, home: Path) -> None:
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    before = snapshot(project)
+    actions = setup.install(project, command="/opt/my env/annotate", gate=True)
+    gates = {(a.verb, a.path.relative_to(project).as_posix(), a.what) for a in actions}
+    assert gates >= {
+        ("wrote", ".claude/settings.json", "Stop hook for claude"),
+        ("wrote", ".codex/hooks.json", "Stop hook for codex"),
+        ("skipped", "opencode.json", setup.NO_GATE),
+    }
+    ours = hook("'/opt/my env/annotate'")  # a path with a space, quoted for the shell
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    assert settings == {
+        "permissions": USER_SETTINGS["permissions"],
+        "hooks": {
+            "PreToolUse": USER_SETTINGS["hooks"]["PreToolUse"],
+            "Stop": [*USER_SETTINGS["hooks"]["Stop"], {"hooks": [ours]}],
+        },
+    }
+    # Codex's hooks.json takes only `hooks` (and `description`) at its root.
+    codex = json.loads((project / ".codex" / "hooks.json").read_text())
+    assert codex == {"hooks": {"Stop": [{"hooks": [ours]}]}}
+
+    first = snapshot(project, home)
+    again = setup.install(project, command="/opt/my env/annotate", gate=True)
+    assert snapshot(project, home) == first
+    assert {a.verb for a in again} == {"unchanged", "skipped"}
+
+    # Another command replaces our hook rather than adding a second one.
+    setup.install(project, ["claude"], command="/usr/bin/annotate", gate=True)
+    stop = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]["Stop"]
+    assert stop == [*USER_SETTINGS["hooks"]["Stop"], {"hooks": [hook("/usr/bin/annotate")]}]
+
+    # --uninstall --gate takes the hooks away and nothing else.
+    removed = setup.uninstall(project, gate=True)
+    assert {(a.verb, a.path.relative_to(project).as_posix()) for a in removed} == {
+        ("removed", ".claude/settings.json"),
+        ("removed", ".codex/hooks.json"),
+    }
+    assert json.loads((project / ".claude" / "settings.json").read_text()) == USER_SETTINGS
+    assert not (project / ".codex" / "hooks.json").exists()
+    assert (project / ".mcp.json").exists() and (project / ".codex" / "config.toml").exists()
+    assert setup.uninstall(project, gate=True) == []
+
+    # A full uninstall after a gate leaves the project as it was.
+    setup.install(project, command="annotate", gate=True)
+    setup.uninstall(project)
+    after = snapshot(project)
+    after.pop(str(project / ".annotate" / ".gitignore"))
+    assert after == before
+
+
+def test_gate_in_the_home_folder(project: Path, home: Path) -> None:
+    setup.install(project, ["claude", "codex"], "user", command="/opt/bin/annotate", gate=True)
+    for path in (home / ".claude" / "settings.json", home / ".codex" / "hooks.json"):
+        assert json.loads(path.read_text()) == {
+            "hooks": {"Stop": [{"hooks": [hook("/opt/bin/annotate")]}]}
+        }
+    assert not (project / ".claude").exists()
+    setup.uninstall(project, scope="user")
+    assert snapshot(home) == {}
+
+
+def test_gate_leaves_hooks_it_cannot_read(project: Path) -> None:
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"hooks": []}\n')
+    (project / ".codex").mkdir()
+    (project / ".codex" / "hooks.json").write_text("{oops")
+    actions = {a.path.name: a for a in setup.install(project, command="annotate", gate=True)}
+    assert actions["settings.json"].verb == "skipped"
+    assert actions["hooks.json"].verb == "skipped"
+    assert (project / ".claude" / "settings.json").read_text() == '{"hooks": []}\n'
+    assert (project / ".codex" / "hooks.json").read_text() == "{oops"
+
+
+def test_gate_cli(project: Path, home: Path) -> None:
+    runner = CliRunner()
+    args = ["setup", "--project", str(project), "--agent", "claude", "--command", "annotate"]
+    first = runner.invoke(cli, [*args, "--gate"])
+    assert first.exit_code == 0, first.output
+    assert first.output.splitlines()[-1] == (
+        f"wrote {project}/.claude/settings.json: Stop hook for claude"
+    )
+    gone = runner.invoke(cli, ["setup", "--project", str(project), "--uninstall", "--gate"])
+    assert gone.output == f"removed {project}/.claude/settings.json: file written by setup\n"
+    assert (project / ".mcp.json").exists()
+
+
+def test_command_is_the_running_annotate(project: Path, home: Path) -> None:
+    """From an activated virtual environment too: the absolute path, never the bare name."""
+    bin_dir = Path(sys.executable).parent
+    annotate_path = str(bin_dir / "annotate")
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "VIRTUAL_ENV": str(bin_dir.parent),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    for argv in (
+        ["annotate", "setup", "--agent", "claude", "--gate"],  # found on PATH, as when activated
+        [annotate_path, "setup", "--agent", "claude", "--gate"],
+        [sys.executable, "-m", "annotate.cli", "setup", "--agent", "claude", "--gate"],
+    ):
+        done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        mcp = json.loads((project / ".mcp.json").read_text())
+        assert mcp["mcpServers"]["mkdocs-annotate"]["command"] == annotate_path
+        settings = json.loads((project / ".claude" / "settings.json").read_text())
+        assert settings["hooks"]["Stop"] == [{"hooks": [hook(shlex.quote(annotate_path))]}]
+    assert setup.server_command() == annotate_path  # pytest runs from the same environment
