@@ -298,40 +298,45 @@ def tokens(chars: float) -> int:
     return round(chars / CHARS_PER_TOKEN)
 
 
-def hook_timing(root: Path, runs: int) -> list[tuple[str, float]] | None:
-    """Median ms of `annotate hook stop` (nothing to gate, and blocking) vs `annotate --version`."""
+def hook_timing(runs: int) -> list[tuple[str, float]] | None:
+    """Median ms of `annotate hook stop` (blocking, then nothing left) vs `annotate --version`.
+
+    On a project of its own: a second `Store` on the round's file, in this process that still
+    holds the MCP server's, would lose SQLite's locks (annotate/store.py, `_check_header`).
+    """
     probe = subprocess.run([str(ANNOTATE), "hook", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
         return None
-    store = annotate.open(root)
-    payload = json.dumps({"session_id": "bench", "cwd": str(root), "hook_event_name": "Stop",
-                          "stop_hook_active": False})  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        store = annotate.open(root)
+        # A review the agent took with 10 notes it has not started: unfinished work to gate.
+        ids = [store.add_page_note({"pageUrl": "/", "note": f"Note {i}."}).id for i in range(10)]
+        store.create_review({"mode": "edit"})
+        store.claim_review()
+        payload = json.dumps({"session_id": "bench", "cwd": str(root), "hook_event_name": "Stop",
+                              "stop_hook_active": False})  # fmt: skip
+        state = root / ".annotate" / "hook-stop.json"
 
-    def median_ms(args: list[str], stdin: str = "") -> float:
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            subprocess.run([str(ANNOTATE), *args], input=stdin, capture_output=True, text=True)
-            times.append((time.perf_counter() - t) * 1000)
-        return statistics.median(times)
+        def median_ms(args: list[str], stdin: str = "", expect: str = "") -> float:
+            times = []
+            for _ in range(runs):
+                state.unlink(missing_ok=True)  # each run a first block, never the bound
+                t = time.perf_counter()
+                out = subprocess.run([str(ANNOTATE), *args], input=stdin, capture_output=True,
+                                     text=True)  # fmt: skip
+                times.append((time.perf_counter() - t) * 1000)
+                if expect not in out.stdout or out.returncode:
+                    raise SystemExit(f"annotate {args}: {out.stdout!r} {out.stderr!r}")
+            return statistics.median(times)
 
-    rows = [("annotate --version (baseline)", median_ms(["--version"]))]
-    rows.append(("annotate hook stop, every note addressed", median_ms(["hook", "stop"], payload)))
-    for n in store.list_annotations(status="addressed"):
-        store.reopen(n.id)
-        store.set_in_progress(n.id)  # back in the review's hands: unfinished work to gate
-    state = root / ".annotate" / "hook-stop.json"
-    times = []
-    for _ in range(runs):
-        state.unlink(missing_ok=True)  # each run a first block, not the bound
-        t = time.perf_counter()
-        out = subprocess.run([str(ANNOTATE), "hook", "stop"], input=payload, capture_output=True,
-                             text=True)  # fmt: skip
-        times.append((time.perf_counter() - t) * 1000)
-        if '"block"' not in out.stdout:
-            raise SystemExit(f"the hook did not block: {out.stdout!r} {out.stderr!r}")
-    rows.append(("annotate hook stop, blocking (10 notes left)", statistics.median(times)))
-    store.close()
+        rows = [("annotate --version (baseline)", median_ms(["--version"]))]
+        blocking = median_ms(["hook", "stop"], payload, expect='"block"')
+        rows.append(("annotate hook stop, blocking (10 notes left)", blocking))
+        for id in ids:
+            store.address_annotation(id)
+        rows.append(("annotate hook stop, nothing left", median_ms(["hook", "stop"], payload)))
+        store.close()
     return rows
 
 
@@ -365,12 +370,13 @@ def main() -> None:
         print("-" * len(head))
         print(f"{'round':<26} {total_calls:>5} {total_chars:>8} {tokens(total_chars):>8}")
         print(f"{'tool list + instructions':<26} {'once':>5} {listing:>8} {tokens(listing):>8}")
-        rows = hook_timing(root, args.hook_runs) if args.hook_runs > 0 else None
+        rows = hook_timing(args.hook_runs) if args.hook_runs > 0 else None
         if rows is None:
             print("\n`annotate hook` is not in this installation: no gate to time.")
         else:
             base = rows[0][1]
-            print(f"\nStop hook as a subprocess, median of {args.hook_runs} runs")
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"\nStop hook as a subprocess, median of {args.hook_runs} runs (load {load})")
             for label, ms in rows:
                 print(f"{label:<46} {ms:>7.0f} ms  {ms / base:>5.2f}x")
 
