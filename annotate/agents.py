@@ -1,19 +1,28 @@
-"""What coding agents are told: the order of work, and what a review's mode asks of them.
+"""What coding agents are told: the order of work, what each intent and a review's mode ask.
 
-Shared by the MCP server's descriptions, `annotate wait` and the skill files of `annotate setup`, so
-they never disagree. Each text names the MCP tools or, for the shell, the CLI commands.
+Shared by the MCP server's descriptions, instructions and prompts, `annotate wait` and the skill
+files of `annotate setup`, so they never disagree. Each text names the MCP tools or, for the shell,
+the CLI commands.
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from .models import Annotation, PageNote, Review
 
 __all__ = [
     "CLI",
     "DEFAULT_WAIT_S",
     "MAX_WAIT_S",
     "MCP",
+    "intents",
     "mode_instructions",
     "no_review",
+    "note_walkthrough",
     "order_of_work",
+    "review_walkthrough",
 ]
 
 DEFAULT_WAIT_S = 50.0  # under Codex's default 60 s tool timeout
@@ -28,6 +37,13 @@ MCP = {
     "context": "get_context",
     "wait": "wait_for_review",
     "list": "list_annotations",
+    "record": (
+        "address_annotation with `replacedText` (text notes: the text that now stands where the "
+        "quote was, as the page shows it, not Markdown), `message` (your reply: what you changed, "
+        "or your answer) and `deleted: true` when you deleted the quoted text as asked"
+    ),
+    "answer": "address_annotation with `message` (your answer, or the change you propose)",
+    "deleted": "`deleted: true`",
 }
 CLI = {
     "start": "`annotate start ID`",
@@ -37,26 +53,42 @@ CLI = {
     "context": "`annotate context ID`",
     "wait": "`annotate wait`",
     "list": "`annotate list`",
+    "record": (
+        "`annotate address ID --replaced-text TEXT --message MESSAGE` (the new text as the page "
+        "shows it, and your reply; add `--deleted` when you deleted the quoted text as asked)"
+    ),
+    "answer": "`annotate address ID --message MESSAGE` (your answer, or the change you propose)",
+    "deleted": "`--deleted`",
 }
 
+# issue #14, item 7: one call records the new text, the status and the reply together; the
+# reference's three calls still work.
 _ORDER = (
     "{start} → edit the Markdown file at `source.path` (lines `source.lineStart`–`source.lineEnd`)"
-    " → {target} with the new text (text annotations) → {address} → {reply} saying what you "
-    "changed"
+    " as the note's intent asks → record it in one call instead of {target}, {address} and "
+    "{reply} in turn: {record}"
+)
+# issue #14, item 4: what each intent asks, and that a question gets an answer and no edit.
+_INTENTS = (
+    "Each note's `intent` says what it asks: `comment` (the default): do what the note says; "
+    "`delete`: remove the quoted text (then address it with {deleted}); `replace`: put "
+    "`suggestion` in place of the quoted text; `insert`: add `suggestion` right after the quoted "
+    "text. A question (a note that asks something and requests no change) is answered in the "
+    "reply, with no edit, and then addressed."
 )
 _MODES = {
     "edit": (
         "Edit mode: the reviewer asks you to apply the changes. For each note, in order: "
         + _ORDER
-        + ". A note that asks a question or states a preference, with no change requested, gets "
-        "a reply and no edit. Notes whose anchorState is `stale` or `orphaned` may point at text "
-        "that moved or was rewritten: check with {context} first, and ask in a reply when unsure."
+        + ". "
+        + _INTENTS
+        + " Notes whose anchorState is `stale` or `orphaned` may point at text that moved or "
+        "was rewritten: check with {context} first, and ask in a reply when unsure."
     ),
     "review": (
-        "Review mode: the reviewer asks for answers, not changes. Edit no file. For each note, "
-        "reply with {reply} (your answer, or the change you propose), then mark it with "
-        "{address} so the reviewer sees it is their turn; they accept it, or reopen it with a "
-        "follow-up that comes back in a later review."
+        "Review mode: the reviewer asks for answers, not changes. Edit no file. Answer each note "
+        "in one call, {answer}; or {reply}, then {address}. The reviewer then sees it is their "
+        "turn: they accept it, or reopen it with a follow-up that comes back in a later review."
     ),
 }
 _NO_REVIEW = (
@@ -66,8 +98,13 @@ _NO_REVIEW = (
 
 
 def order_of_work(names: dict[str, str] = MCP) -> str:
-    """set_in_progress → edit → update_annotation_target → address_annotation → add_agent_reply."""
+    """set_in_progress → edit → address_annotation with replacedText, message and deleted."""
     return _ORDER.format(**names)
+
+
+def intents(names: dict[str, str] = MCP) -> str:
+    """What `comment`, `delete`, `replace` and `insert` ask, and what a question gets."""
+    return _INTENTS.format(**names)
 
 
 def mode_instructions(mode: str, names: dict[str, str] = MCP) -> str:
@@ -78,3 +115,132 @@ def mode_instructions(mode: str, names: dict[str, str] = MCP) -> str:
 def no_review(timeout_s: float, names: dict[str, str] = MCP) -> str:
     """The answer of a wait that timed out."""
     return _NO_REVIEW.format(timeout=timeout_s, **names)
+
+
+# -- the MCP prompts (issue #14, item 14): a review, or one note, as a walk-through -------------
+
+
+def _quoted(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
+
+
+def review_walkthrough(
+    review: Review | None, left: Sequence[Annotation | PageNote], *, taken: bool
+) -> str:
+    """The `address-review` prompt: where the current review stands and how to work through it.
+
+    `left` holds the review's notes that are not addressed yet; `taken` says whether an agent
+    picked the review up already.
+    """
+    if review is None:
+        return (
+            "Work through the review notes the docs author left on the rendered site "
+            "(mkdocs-annotate).\n\nNo review is waiting: the author has not pressed Send to agent "
+            "since the last one was finished. Call wait_for_review to wait for one (it returns "
+            "when they send it), or look at the open notes with summary and list_annotations.\n\n"
+            "For each note you take on: " + order_of_work() + ".\n\n" + intents()
+        )
+    n = len(left)
+    notes = f"{n} note{'' if n == 1 else 's'}"
+    if taken:
+        head = (
+            f"Review {review.id} ({review.mode} mode) was taken by an agent and still has {notes} "
+            f"not addressed: {', '.join(item.id for item in left)}. get_review {review.id} shows "
+            "it again, with every note."
+        )
+    else:
+        head = (
+            f"Review {review.id} ({review.mode} mode) is waiting with {notes}. Take it with "
+            "wait_for_review: it returns at once with this review."
+        )
+    message = f"\n\nThe author's message: {_quoted(review.message, 1000)}" if review.message else ""
+    return (
+        "Work through the review the docs author sent from the rendered site (mkdocs-annotate).\n\n"
+        f"{head}{message}\n\n"
+        "1. Go through the notes in the review's order; get_context shows the Markdown lines of "
+        "each.\n"
+        f"2. {mode_instructions(review.mode)}\n"
+        "3. When every note is addressed, tell the user in a few lines what you changed, what you "
+        "only answered, and what needs their decision."
+    )
+
+
+def _asks(item: Annotation | PageNote) -> str:
+    """What to do for one note, by its kind and intent."""
+    if isinstance(item, PageNote):
+        return (
+            "The note is about the whole page: change its Markdown file as it asks, then "
+            "address_annotation with `message` (what you changed)."
+        )
+    if item.type == "element":
+        return (
+            "The note is about an element of the page (see elementSelector): change the Markdown "
+            "that produces it as the note asks, then address_annotation with `message`."
+        )
+    if item.intent == "delete":
+        return (
+            "Delete the quoted text from the Markdown, and nothing around it, then "
+            "address_annotation with `deleted: true` and a short `message`."
+        )
+    if item.intent == "replace":
+        return (
+            "Put the suggestion in place of the quoted text, then address_annotation with "
+            "`replacedText` (the new text as the page shows it, not Markdown) and `message`."
+        )
+    if item.intent == "insert":
+        return (
+            "Add the suggestion right after the quoted text, then address_annotation with "
+            "`replacedText` (the quote followed by what you added, as the page shows it) and "
+            "`message`."
+        )
+    return (
+        "Do what the note says, then address_annotation with `replacedText` (the text that now "
+        "stands where the quote was, as the page shows it) and `message` (what you changed)."
+    )
+
+
+def note_walkthrough(item: Annotation | PageNote) -> str:
+    """The `address-note` prompt: one note, what it asks, and the calls that settle it."""
+    title = f" ({item.page_title})" if item.page_title else ""
+    if isinstance(item, PageNote):
+        kind = "a page note"
+    else:
+        kind = f"a {item.type} note, intent `{item.intent}`"
+    lines = [
+        f"Work on the review note {item.id}, {kind}, on the page {item.page_url}{title} "
+        f"(status `{item.status}`).",
+        "",
+        f"Note: {_quoted(item.note, 2000)}",
+    ]
+    if isinstance(item, Annotation):
+        if item.selected_text:
+            lines.append(f"Quoted text: {_quoted(item.selected_text)}")
+        if item.element_selector is not None:
+            sel = item.element_selector
+            lines.append(f"Element: {sel.css_selector} {sel.description}".rstrip())
+        if item.suggestion:
+            # Exactly as given: an insertion's leading space or line break matters.
+            lines.append(f"Suggestion: {json.dumps(item.suggestion, ensure_ascii=False)}")
+    source = getattr(item, "source", None)
+    if source is not None and getattr(source, "line_start", None):
+        state = getattr(item, "anchor_state", None)
+        lines.append(f"Markdown: {source.lines}" + (f" (anchorState `{state}`)" if state else ""))
+    elif source is not None:
+        lines.append(f"Markdown: {source.path}")
+    if item.status == "resolved":
+        lines += ["", "The reviewer accepted it (resolved): leave it unless they reopen it."]
+        return "\n".join(lines)
+    lines += [
+        "",
+        f"1. get_context {item.id}: the Markdown around it, line-numbered.",
+        f"2. set_in_progress {item.id}.",
+        f"3. {_asks(item)}",
+        "",
+        "If the note asks a question and requests no change, answer it in `message` and edit "
+        "nothing. If it is `stale` or `orphaned`, check that it still applies first, and say in "
+        "your reply what you found.",
+    ]
+    if item.status == "addressed":
+        lines.append("It is addressed already: rework it only if the note or the user asks.")
+    return "\n".join(lines)

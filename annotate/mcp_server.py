@@ -2,7 +2,8 @@
 
 A drop-in for astro-inline-review's server (`seeds/003_8cb1700e38522664.txt`): the same eight tools,
 parameters and error texts, results as indented JSON text as it sends them, plus `get_context`,
-`wait_for_review`, `summary` and the reviews. Each tool is one library call. Library errors come
+`wait_for_review`, `summary` and the reviews, and two prompts that walk an agent through a review
+or one note. Each tool is one library call. Library errors come
 back as `isError: true` with the library's message exactly (the SDK's `ToolError` would prefix
 "Error executing tool …", and an agent written for the reference knows the bare texts); bad
 arguments get the SDK's validation message. Nothing but protocol goes to stdout.
@@ -20,17 +21,28 @@ import anyio
 import anyio.to_thread
 import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
 from . import store as store_module
-from .agents import DEFAULT_WAIT_S, MAX_WAIT_S, mode_instructions, no_review, order_of_work
+from .agents import (
+    DEFAULT_WAIT_S,
+    MAX_WAIT_S,
+    intents,
+    mode_instructions,
+    no_review,
+    note_walkthrough,
+    order_of_work,
+    review_walkthrough,
+)
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError
+from .hook import WORK, unfinished
 from .models import Review
 
-__all__ = ["TOOLS", "build_server", "run"]
+__all__ = ["PROMPTS", "TOOLS", "build_server", "run"]
 
 TOOLS = (
     "list_annotations",
@@ -47,6 +59,7 @@ TOOLS = (
     "list_reviews",
     "get_review",
 )
+PROMPTS = ("address-review", "address-note")
 PROGRESS_EVERY_S = 10.0
 # A page of list_annotations: an agent's context holds ~50 annotations of indented JSON (~70 kB)
 # comfortably; Claude Code cuts tool output at 25k tokens by default.
@@ -62,9 +75,11 @@ Review notes that a docs author left on the rendered MkDocs site of this project
 points at a Markdown file and lines (`source`); `anchorState` says how reliably (`anchored`, or
 `stale`/`orphaned`: the text was rewritten or the file is gone, so check before acting).
 Start with `summary` or `list_annotations`. For each note: {order_of_work()}.
+{intents()}
 `wait_for_review` waits for the reviewer to press "Send to agent"; a review's mode is `edit` (apply
-the changes) or `review` (answer, change nothing yet). Replies are always allowed; a resolved note
-is the reviewer's and refuses every other change."""
+the changes) or `review` (answer, change nothing yet). The prompts `address-review` and
+`address-note` walk through a review or one note. Replies are always allowed; a resolved note is
+the reviewer's and refuses every other change."""
 
 Id = Annotated[str, Field(description="The annotation ID (or page note ID), e.g. `a_3f9c01ab22`")]
 PageUrl = Annotated[
@@ -143,7 +158,8 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
     @tool(
         "List review annotations, optionally filtered by page URL and status. Returns a JSON array "
         "of annotation objects: id, type (`text` or `element`), pageUrl, pageTitle, note, status "
-        "(`open`, `in_progress`, `addressed`, `resolved`), intent and suggestion, selectedText "
+        "(`open`, `in_progress`, `addressed`, `resolved`), intent (what the note asks: "
+        "`comment`, `delete`, `replace` or `insert`) and suggestion, selectedText "
         "and quote (text annotations), elementSelector (element annotations), replacedText, "
         "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
         "file (relative to the project) and 1-based lines the note points at, null when it "
@@ -151,7 +167,7 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         "`orphaned`: the file is gone). Resolved annotations are left out unless asked for. At "
         "most `limit` (50) are returned; when more match, a second text block says how to get "
         "the next ones (`offset`). "
-        f"Order of work for each: {order_of_work()}.",
+        f"Order of work for each: {order_of_work()}. {intents()}",
         READ,
     )
     def list_annotations(
@@ -204,11 +220,17 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         return call(lambda s: s.export("markdown"), text=True)
 
     @tool(
-        "Mark an annotation as addressed by the agent: status `addressed` (you acted on it; the "
-        "reviewer will Accept or Reopen it). Call it after editing the Markdown and "
-        "update_annotation_target, then explain the change with add_agent_reply. Optionally "
-        "give `replacedText`, the new text that replaced the original (text annotations only), "
-        'so the note can be re-located. Errors: `Annotation with ID "..." not found`, '
+        "Mark an annotation (or page note) as addressed by the agent: status `addressed` (you "
+        "acted on it, or answered it; the reviewer will Accept or Reopen it). The last call for a "
+        "note, after set_in_progress and your edit, and it can record everything at once: "
+        "`replacedText`, the text that now stands where the quote was (text annotations only; as "
+        "the rendered page shows it, not Markdown: it is compared with the page's text, so the "
+        "note is found again); `message`, your reply (stored with the status, so the reviewer "
+        "sees both together; what add_agent_reply would add); `deleted: true` when the note asked "
+        "for a deletion (intent `delete`) and you deleted the quoted text (the note then shows "
+        "as deleted as asked and is not located again). A question gets its answer in `message` "
+        "and no edit. update_annotation_target then add_agent_reply, around this call, still do "
+        'the same in separate calls. Errors: `Annotation with ID "..." not found`, '
         "`replacedText must not be empty`, `not a text annotation`, and a resolved note refuses "
         "(reopen first).",
     )
@@ -240,7 +262,8 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
     @tool(
         "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
         "a question, or asking one. Always allowed, whatever the status. Keep it short and about "
-        "this note; cross-cutting questions belong in the main conversation. Errors: "
+        "this note; cross-cutting questions belong in the main conversation. When you also "
+        "address the note, address_annotation's `message` does both in one call. Errors: "
         '`Annotation with ID "..." not found`, `Reply message must not be empty`.',
     )
     def add_agent_reply(
@@ -251,8 +274,10 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
 
     @tool(
         "Record the text that now stands where the annotated text was, after you edited the "
-        "Markdown, so the note is re-located on the page and in the source. Text annotations "
-        "only. Call it after the edit and before address_annotation. Returns the annotation "
+        "Markdown, so the note is re-located on the page and in the source: the text as the "
+        "rendered page shows it, not Markdown (no backticks or `**`). Text annotations only. "
+        "Call it after the edit and before address_annotation (or give `replacedText` to "
+        "address_annotation instead: one call). Returns the annotation "
         'with `replacedText` and its new `source`. Errors: `Annotation with ID "..." not '
         "found`, `replacedText must not be empty`, `not a text annotation`; a resolved note "
         "refuses (reopen first).",
@@ -260,7 +285,11 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
     def update_annotation_target(
         id: Annotated[str, Field(description="The annotation ID to update")],
         replacedText: Annotated[
-            str, Field(description="The new text that replaced the original selected text")
+            str,
+            Field(
+                description="The new text that replaced the original selected text, as the "
+                "page shows it (rendered text, not Markdown)"
+            ),
         ],
     ) -> CallToolResult:
         return call(lambda s: s.update_annotation_target(id, replacedText).to_dict())
@@ -288,8 +317,8 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, "
         "annotations (with source and anchorState), pageNotes, …}, instructions}. Mode `edit`: "
         "apply the changes, for each note " + order_of_work() + ". Mode `review`: answer each "
-        "note with add_agent_reply and mark it addressed, editing no file. After the timeout: "
-        '{review: null, instructions: "No review yet…"}; call it again to keep waiting.',
+        "note (address_annotation with `message`), editing no file. " + intents() + " After the "
+        'timeout: {review: null, instructions: "No review yet…"}; call it again to keep waiting.',
         WRITE,
     )
     async def wait_for_review(
@@ -356,6 +385,54 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         id: Annotated[str, Field(description="The review ID, e.g. `rv_3f9c01ab22`")],
     ) -> CallToolResult:
         return call(lambda s: s.get_review(id).to_dict())
+
+    # -- prompts (issue #14, item 14): clients show them as slash commands ------------------
+
+    def prompt_text(fn: Callable[[store_module.Store], str]) -> str:
+        try:
+            return fn(stores.get())
+        except AnnotateError as e:
+            # A prompt has no `isError` result: the library's message as a JSON-RPC error.
+            raise MCPError(code=INVALID_PARAMS, message=str(e)) from None
+
+    @server.prompt(
+        name="address-review",
+        title="Address the review",
+        description="Work through the current review (the notes the author sent with Send to "
+        "agent) note by note, as its mode and each note's intent ask.",
+    )
+    def address_review(
+        reviewId: Annotated[
+            str | None,
+            Field(description="A review ID (default: the one in progress, else the one waiting)"),
+        ] = None,
+    ) -> str:
+        def text(s: store_module.Store) -> str:
+            if reviewId:
+                review = s.get_review(reviewId)
+                left = [n for n in (*review.annotations, *review.page_notes) if n.status in WORK]
+                return review_walkthrough(review, left, taken=review.picked_up_at is not None)
+            taken = unfinished(s)
+            if taken:
+                return review_walkthrough(*taken[-1], taken=True)
+            waiting = s.list_reviews(pending_only=True)
+            if waiting:
+                review = waiting[0]
+                left = [n for n in (*review.annotations, *review.page_notes) if n.status in WORK]
+                return review_walkthrough(review, left, taken=False)
+            return review_walkthrough(None, [], taken=False)
+
+        return prompt_text(text)
+
+    @server.prompt(
+        name="address-note",
+        title="Address one note",
+        description="Work on one review note by its ID: what it asks, and the calls that settle it.",
+    )
+    def address_note(
+        id: Annotated[str, Field(description="The annotation or page note ID, e.g. a_3f9c01ab22")],
+    ) -> str:
+        return prompt_text(lambda s: note_walkthrough(s.get(id)))
 
     return server
 

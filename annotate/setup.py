@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import store as store_module
-from .agents import CLI, MCP, mode_instructions, order_of_work
+from .agents import CLI, MCP, intents, mode_instructions, order_of_work
 from .errors import ValidationError
 
 __all__ = ["AGENTS", "SCOPES", "Action", "install", "skill_text", "uninstall"]
@@ -136,15 +136,36 @@ author sees your replies on the page and accepts or reopens each note.
 
 ## The workflow (MCP tools)
 
-1. `summary`, then `list_annotations` (filters `pageUrl`, `status`) and `list_page_notes`.
+1. `summary`, then `list_annotations` (filters `pageUrl`, `status`) and `list_page_notes`; or
+   `wait_for_review` for the notes the author sent.
 2. For each note: `get_context` shows its Markdown with line numbers.
 3. Then, in this order: {order_of_work(mcp)}.
+
+The server's prompts `address-review` (the current review) and `address-note` (one note, by id)
+walk through the same; clients show them as slash commands.
+
+## What a note asks
+
+{intents(mcp)}
+
+- `replace` and `insert` carry the author's wording in `suggestion`; use it as given unless the
+  note says otherwise. After an `insert`, `replacedText` is the quote followed by what you added.
+- `replacedText` is the text as the rendered page shows it, not Markdown (no backticks, `**` or
+  link syntax): it is compared with the page's text to find the note again.
+- Element notes (`elementSelector`) are about an element of the page (an image, a table…); page
+  notes are about the whole page, its Markdown file in `source.path`. Neither has `replacedText`.
 
 ## The same from the shell
 
 Every tool has a command; add `--json` for JSON. `annotate summary`, `annotate list [--page URL]`,
 `annotate notes`, `annotate get ID`, `annotate context ID`, `annotate wait`, then for each note:
 {order_of_work(cli)}. `annotate export` gives everything as Markdown.
+
+## When a Stop hook says the review is not finished
+
+With `annotate setup --gate`, ending your turn while a review you took still has notes that are
+not addressed is blocked, with those notes listed (at most 3 times in a row). Go on with them; a
+note you cannot do gets a reply saying why and is addressed, or you ask the user.
 
 ## Edit mode and review mode
 
@@ -161,12 +182,13 @@ Without a review, edit only when the user or the note clearly asks for a change;
 `stale`: the text was rewritten since the note was made; `source` shows where it was last seen, so
 read the context and make sure the note still applies before editing, and say in your reply what you
 found. `orphaned`: the Markdown file is gone or renamed; do not guess, find the text by its quote or
-ask. Never act on a stale or orphaned note without checking.
+ask. Never act on a stale or orphaned note without checking. `removed`: the note was addressed
+with `deleted: true` (its text was deleted as asked); it is not located again.
 
 ## Threads and the main conversation
 
-- A note's thread is for that note: reply there (`add_agent_reply`) with what you changed or your
-  answer, in a sentence or two.
+- A note's thread is for that note: reply there (`message` of `address_annotation`, or
+  `add_agent_reply`) with what you changed or your answer, in a sentence or two.
 - The main conversation is for the task as a whole. Choose one channel per item: the thread for
   local feedback, the main conversation for decisions that cut across notes.
 - When a note needs a longer discussion there, leave a short pointer in the thread rather than a
