@@ -38,9 +38,9 @@ MCP = {
     "wait": "wait_for_review",
     "list": "list_annotations",
     "record": (
-        "address_annotation with `replacedText` (text notes: the text that now stands where the "
-        "quote was, as the page shows it, not Markdown), `message` (your reply: what you changed, "
-        "or your answer) and `deleted: true` when you deleted the quoted text as asked"
+        "address_annotation with `replacedText` (the text now in the quote's place, as the page "
+        "shows it, not Markdown), `message` (your reply) and `deleted: true` if you deleted the "
+        "quoted text as asked"
     ),
     "answer": "address_annotation with `message` (your answer, or the change you propose)",
     "deleted": "`deleted: true`",
@@ -64,9 +64,8 @@ CLI = {
 # issue #14, item 7: one call records the new text, the status and the reply together; the
 # reference's three calls still work.
 _ORDER = (
-    "{start} → edit the Markdown file at `source.path` (lines `source.lineStart`–`source.lineEnd`)"
-    " as the note's intent asks → record it in one call instead of {target}, {address} and "
-    "{reply} in turn: {record}"
+    "{start} → edit the Markdown at `source.path` (lines `source.lineStart`–`source.lineEnd`) as "
+    "the note's intent asks → one call instead of {target}, {address} and {reply}: {record}"
 )
 # issue #14, item 4: what each intent asks, and that a question gets an answer and no edit.
 _INTENTS = (
