@@ -113,8 +113,9 @@ def stop(payload: Any, project: str | os.PathLike[str] | None = None) -> Decisio
     entry = dict(entry or {})
     if entry.get("spent") == key:
         return Decision(False)  # this session was reminded of exactly these notes already
-    blocks = entry.get("blocks", 0) if active else 0
-    if not isinstance(blocks, int) or blocks >= MAX_BLOCKS:
+    blocks = entry.get("blocks") if active else 0
+    blocks = blocks if isinstance(blocks, int) else 0
+    if blocks >= MAX_BLOCKS:
         entry.update(blocks=0, spent=key)
         state.put(session, entry)
         return Decision(False, message=_gave_up(left))

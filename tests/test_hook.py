@@ -225,3 +225,13 @@ def test_decision_json() -> None:
     assert hook.Decision(True, reason="r").to_dict() == {"decision": "block", "reason": "r"}
     assert hook.Decision(False, message="m").to_dict() == {"systemMessage": "m"}
     assert hook.Decision(False).to_dict() is None
+
+
+def test_a_damaged_state_file_starts_again(project: Path, store: annotate.Store) -> None:
+    taken_review(store)
+    state = project / ".annotate" / "hook-stop.json"
+    state.write_text('{"sessions": {"s1": {"blocks": "many"}}}')
+    assert "reminder 1 of 3" in blocked(run(project, active=True))["reason"]
+    state.write_text("not json")
+    assert "reminder 1 of 3" in blocked(run(project, active=True))["reason"]
+    assert json.loads(state.read_text())["sessions"]["s1"]["blocks"] == 1
