@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-__all__ = ["candidates", "docs_dir", "resolve_page", "safe_path"]
+__all__ = ["candidates", "docs_dir", "resolve_page", "safe_path", "site_url"]
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
-# Only the two keys we need, read with a pattern: mkdocs.yml often holds `!!python/name:` tags that
+# Only the keys we need, read with a pattern: mkdocs.yml often holds `!!python/name:` tags that
 # a safe YAML loader refuses, and this module must not import MkDocs.
-_KEY = re.compile(r"^(docs_dir|use_directory_urls)\s*:\s*(['\"]?)([^'\"#\n]*?)\2\s*(#.*)?$", re.M)
+_KEY = re.compile(
+    r"^(docs_dir|use_directory_urls|site_url)\s*:\s*(['\"]?)([^'\"#\n]*?)\2\s*(#.*)?$", re.M
+)
 
 
 def _config(project: Path) -> dict[str, str]:
@@ -32,6 +34,11 @@ def _config(project: Path) -> dict[str, str]:
 def docs_dir(project: Path) -> str:
     """The docs folder relative to the project (`docs` unless mkdocs.yml says otherwise)."""
     return _config(project).get("docs_dir") or "docs"
+
+
+def site_url(project: Path) -> str | None:
+    """mkdocs.yml's `site_url`, whose path is where `mkdocs serve` serves the site."""
+    return _config(project).get("site_url") or None
 
 
 def candidates(page_url: str, *, directory_urls: bool = True) -> list[str]:
