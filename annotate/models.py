@@ -50,12 +50,21 @@ REVIEW_PAGE_CHARS = 60_000
 
 
 def lean(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` without the keys whose value is absent (None, an empty list or object).
+    """`data` without the keys whose value is absent (None, an empty list or object), at every
+    level.
 
     What the agent surfaces answer (MCP tools, `--json`), as the reference leaves out `addressedAt`,
     `replies`, … when there are none; the web API keeps every key for the overlay.
     """
-    return {k: v for k, v in data.items() if v is not None and v != [] and v != {}}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            value = lean(value)
+        elif isinstance(value, list):
+            value = [lean(v) if isinstance(v, dict) else v for v in value]
+        if value is not None and value != [] and value != {}:
+            out[key] = value
+    return out
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:

@@ -564,7 +564,8 @@ class Store:
         `/guide`, `guide/`, `/guide/index.html`, `http://127.0.0.1:8000/guide/`, with or without
         the site's sub-path. A form a known page (registered by the plugin, or with notes) has
         wins; otherwise the path itself, a folder URL with its final `/`."""
-        path = validate.page_url(urls.clean(value) if isinstance(value, str) else value, field)
+        cleaned = urls.clean(value) if isinstance(value, str) and value.strip() else value
+        path = validate.page_url(cleaned, field)
         forms = urls.candidates(path, self._site_path)
         marks = ",".join("?" * len(forms))
         known = {
