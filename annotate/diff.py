@@ -21,31 +21,23 @@ CONTEXT_WORDS = 6
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
 
-def _words(tokens: list[str]) -> int:
-    return sum(not t.isspace() for t in tokens)
+def _is_word(token: str) -> bool:
+    return token[0].isalnum() or token[0] == "_"
 
 
 def _keep(tokens: list[str], head: bool, tail: bool) -> str:
-    """An unchanged stretch: whole when short, else its first and/or last words around " … "."""
-    if _words(tokens) <= CONTEXT_WORDS * (head + tail):
+    """An unchanged stretch: whole when short, else its first and/or last words around "…"."""
+    words = [i for i, t in enumerate(tokens) if _is_word(t)]
+    keep = CONTEXT_WORDS * (head + tail)
+    if len(words) <= keep + CONTEXT_WORDS:  # cutting would save little
         return "".join(tokens)
     out = []
     if head:
-        n = 0
-        for i, t in enumerate(tokens):
-            n += not t.isspace()
-            if n > CONTEXT_WORDS:
-                out.append("".join(tokens[:i]).rstrip())
-                break
+        out.append("".join(tokens[: words[CONTEXT_WORDS]]).rstrip())
     out.append("…")
     if tail:
-        n = 0
-        for i in range(len(tokens) - 1, -1, -1):
-            n += not tokens[i].isspace()
-            if n > CONTEXT_WORDS:
-                out.append("".join(tokens[i + 1 :]).lstrip())
-                break
-    return " ".join(p for p in out if p) if out else ""
+        out.append("".join(tokens[words[-CONTEXT_WORDS] :]).lstrip())
+    return " ".join(p for p in out if p)
 
 
 def word_diff(before: str, after: str) -> str | None:

@@ -131,9 +131,10 @@ def _agent_loop(db: sqlite_utils.Database) -> None:
     # done_at: when the last note of the review was addressed or resolved (status `done`).
     db["reviews"].add_column("done_at", str)
     db.execute(
-        "UPDATE reviews SET done_at = (SELECT max(coalesce(resolved_at, addressed_at)) FROM "
-        "(SELECT resolved_at, addressed_at FROM annotations WHERE review_id = reviews.id UNION ALL "
-        "SELECT resolved_at, addressed_at FROM page_notes WHERE review_id = reviews.id)) "
+        "UPDATE reviews SET done_at = coalesce((SELECT max(coalesce(resolved_at, addressed_at)) "
+        "FROM (SELECT resolved_at, addressed_at FROM annotations WHERE review_id = reviews.id "
+        "UNION ALL SELECT resolved_at, addressed_at FROM page_notes WHERE review_id = "
+        "reviews.id)), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
         "WHERE NOT EXISTS (SELECT 1 FROM annotations WHERE review_id = reviews.id AND status IN "
         "('open', 'in_progress')) AND NOT EXISTS (SELECT 1 FROM page_notes WHERE review_id = "
         "reviews.id AND status IN ('open', 'in_progress')) AND (EXISTS (SELECT 1 FROM "

@@ -945,6 +945,7 @@ class Store:
 
     def add_page_note(self, data: Mapping[str, Any]) -> PageNote:
         fields = validate.page_note_input(data)
+        fields["page_url"] = self.page_url(fields["page_url"])
         stamp = now()
         row = {
             "id": new_id("p"),
@@ -1027,6 +1028,7 @@ class Store:
                     table, row = self._find(conn, note_id)
                     _refuse_resolved(table, row, "send it to the agent")
                     conn.execute(f"UPDATE {table} SET review_id = ? WHERE id = ?", (id, note_id))
+                    self._settle_review(conn, row["review_id"])  # the review it left
             return self._review(conn, id)
 
     def _insert_review(
