@@ -352,11 +352,26 @@ class Store:
             replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
         if table == "annotations":
             return [_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
-        locator = self._locator()
-        return [
-            _page_note(r, tuple(replies.get(r["id"], ())), locator.page_file(r["page_url"]))
-            for r in rows
-        ]
+        files = self._page_files(conn, {r["page_url"] for r in rows})
+        return [_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows]
+
+    def _page_files(self, conn: sqlite3.Connection, urls: set[str]) -> dict[str, str | None]:
+        """The Markdown file of each page, for page notes' `source`: the plugin's record, else
+        mkdocs.yml's rules. Only shown, never read here, so a recorded path is taken as it is
+        (the plugin records paths inside the project only)."""
+        found: dict[str, str | None] = {}
+        listed = sorted(urls)
+        for i in range(0, len(listed), IN_CHUNK):
+            chunk = listed[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                conn.execute(
+                    f"SELECT page_url, src_path FROM pages WHERE page_url IN ({marks})", chunk
+                ).fetchall()
+            )
+        for url in urls - found.keys():
+            found[url] = pages.resolve_page(self.project_dir, url)
+        return found
 
     def _row(self, conn: sqlite3.Connection, table: str, id: str) -> Row | None:
         if not validate.is_valid_id(id):
@@ -1103,10 +1118,10 @@ class Store:
                 _annotation(r, tuple(replies.get(r["id"], ())))
                 for r in _query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
             ]
-            locator = self._locator()
+            rows = _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+            files = self._page_files(conn, {r["page_url"] for r in rows})
             notes = [
-                _page_note(r, tuple(replies.get(r["id"], ())), locator.page_file(r["page_url"]))
-                for r in _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+                _page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows
             ]
         return annotations, notes
 
