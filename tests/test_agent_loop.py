@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -596,3 +598,34 @@ def test_migration_keeps_what_it_can(tmp_path: Path) -> None:
         assert s.get_annotation("a_open").original_source is not None
         assert s.get_annotation("a_done").original_source is None  # worked on: unknown
         assert (s.get_review("rv_1").status, s.get_review("rv_2").status) == ("pending", "done")
+
+
+@pytest.mark.anyio
+async def test_a_reopen_wakes_an_agent_already_waiting(
+    project: Path, store: annotate.Store
+) -> None:
+    a = store.add_annotation(text_note())
+    store.create_review({"mode": "review"})
+    store.claim_review()
+    store.address_annotation(a.id, message="It is right as it is.")
+    reopened_at: list[float] = []
+
+    def reopen() -> None:
+        time.sleep(0.6)
+        with annotate.open(project) as other:  # the dev server's process, say
+            other.reopen(a.id, "Then cite the source.")
+        reopened_at.append(time.monotonic())
+
+    async with Client(build_server(project)) as c:
+        thread = threading.Thread(target=reopen)
+        started = time.monotonic()
+        thread.start()
+        result = await c.call_tool("wait_for_review", {"timeout_s": 20})
+        woke = time.monotonic()
+        thread.join()
+    got = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert woke - started >= 0.6 and woke - reopened_at[0] < 1.0
+    assert got["review"]["mode"] == "review"
+    assert [(n["id"], n["followUp"]) for n in got["review"]["notes"]] == [
+        (a.id, "Then cite the source.")
+    ]
