@@ -504,6 +504,7 @@ class Store:
     ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
         """`text_selectors` as plain tuples `(id, exact, prefix, suffix, start, end,
         replaced_text)`: cheap to compare, for a caller that remembers answers."""
+        page_url = self.page_url(page_url)
         sql = (
             "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
             "coalesce(quote_prefix, ''), coalesce(quote_suffix, ''), position_start, "
@@ -512,7 +513,6 @@ class Store:
             # text now stands where it was.
             "WHERE page_url = ? AND type = 'text' AND anchor_state != 'removed'"
         )
-        page_url = self.page_url(page_url)
         if not include_resolved:
             sql += " AND status != 'resolved'"
         with self._tx(write=False) as conn:
