@@ -157,9 +157,9 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         "(`open`, `in_progress`, `addressed`, `resolved`), intent and suggestion, selectedText "
         "and quote (text annotations), elementSelector (element annotations), replacedText, "
         "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
-        "file (relative to the project) and 1-based lines the note points at, null when it "
+        "file (relative to the project) and 1-based lines the note points at, absent when it "
         "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
-        "`orphaned`: the file is gone). Resolved annotations are left out unless asked for. At "
+        "`orphaned`: the file is gone, `removed`: deleted as asked). Absent fields are left out. Resolved annotations are left out unless asked for. At "
         "most `limit` (50) are returned; when more match, a second text block says how to get "
         "the next ones (`offset`). "
         f"Order of work for each: {order_of_work()}.",
@@ -302,11 +302,11 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         return call(lambda s: _item(s.update_annotation_target(id, replacedText)))
 
     @tool(
-        "The annotation with the current Markdown around it, line-numbered (`>` marks the lines "
-        "it points at): {annotation, path, lineStart, lineEnd, firstLine, lastLine, context, "
-        "warning}. Read it before editing. `warning` explains a stale or orphaned anchor, or why "
-        "there are no lines (element annotations and page notes show the top of the page's "
-        'file). Error: `Annotation with ID "..." not found`.',
+        "The note with the current Markdown around it, as plain text: what its intent asks, its "
+        "note, suggestion, quote and replies, then the lines numbered (`>` marks the lines it "
+        "points at). Read it before editing. A `warning:` line explains a stale, orphaned or "
+        "removed anchor, or why there are no lines (element annotations and page notes show the "
+        'top of the page\'s file). Error: `Annotation with ID "..." not found`.',
         READ,
     )
     def get_context(
@@ -321,8 +321,10 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     @tool(
         'Wait for the reviewer to press "Send to agent" in the browser, and take that review. '
         "Returns at once with a review no agent has picked up yet, else blocks until one is sent "
-        "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, "
-        "annotations (with source and anchorState), pageNotes, …}, instructions}. Mode `edit`: "
+        "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, notes: "
+        "[{id, kind, intent, note, suggestion, at (path:lines), quote, …}], total, next?}, "
+        "instructions}; get_context gives a note's details, get_review(id, offset=next) the "
+        "rest of a long review. Mode `edit`: "
         "apply the changes, for each note " + order_of_work() + ". Mode `review`: answer each "
         "note with add_agent_reply and mark it addressed, editing no file. After the timeout: "
         '{review: null, instructions: "No review yet…"}; call it again to keep waiting.',
@@ -372,8 +374,9 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
 
     @tool(
         'Reviews ("Send to agent" batches), oldest first: {id, mode, message, status '
-        "(`pending` or `picked_up`), annotations, pageNotes, …}. `pendingOnly` keeps those no "
-        "agent has picked up; wait_for_review takes them.",
+        "(`pending`, `picked_up` or `done`), notes (how many), waiting (still open or in "
+        "progress), …}. `pendingOnly` keeps those no agent has picked up; wait_for_review takes "
+        "them.",
         READ,
     )
     def list_reviews(
@@ -384,7 +387,8 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         return call(lambda s: [r.outline() for r in s.list_reviews(pending_only=pendingOnly)])
 
     @tool(
-        "One review by ID with its mode, message, annotations (with sources) and page notes. "
+        "One review by ID with its mode, message and notes, compact as wait_for_review gives "
+        "them; `offset` skips notes (the `next` of a long review). "
         'Error: `Review with ID "..." not found`.',
         READ,
     )
