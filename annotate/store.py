@@ -577,24 +577,24 @@ class Store:
     def page_url(self, value: Any, field: str = "pageUrl") -> str:
         """The form the store keeps of a page URL written any way a person or an agent may:
         `/guide`, `guide/`, `/guide/index.html`, `http://127.0.0.1:8000/guide/`, with or without
-        the site's sub-path. A form a known page (registered by the plugin, or with notes) has
-        wins; otherwise the path itself, a folder URL with its final `/`."""
+        the site's sub-path. The first form that has notes wins (one page's notes stay under one
+        URL), then the first the plugin registered; otherwise the path itself, a folder URL with
+        its final `/`."""
         cleaned = urls.clean(value) if isinstance(value, str) and value.strip() else value
         path = validate.page_url(cleaned, field)
         forms = urls.candidates(path, self._site_path)
         marks = ",".join("?" * len(forms))
-        known = {
-            r[0]
-            for r in self.conn.execute(
-                f"SELECT page_url FROM pages WHERE page_url IN ({marks}) UNION "
-                f"SELECT page_url FROM annotations WHERE page_url IN ({marks}) UNION "
-                f"SELECT page_url FROM page_notes WHERE page_url IN ({marks})",
-                forms * 3,
-            )
-        }
-        for form in forms:
-            if form in known:
-                return form
+        found = self.conn.execute(
+            f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
+            f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
+            f"SELECT page_url, 0 FROM pages WHERE page_url IN ({marks})",
+            forms * 3,
+        ).fetchall()
+        for wanted in (1, 0):
+            known = {url for url, notes in found if notes == wanted}
+            for form in forms:
+                if form in known:
+                    return form
         return urls.default(path)
 
     def page_hint(self, page_url: str) -> str | None:

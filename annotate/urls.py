@@ -5,7 +5,12 @@ An agent copies `/getting-started`, `getting-started/`, `/getting-started/index.
 `https://example.com/docs/`, `mkdocs serve` serves the same page at `/docs/getting-started/`. All of
 them mean one page. The store keeps the path the page is served at (sub-path included), so the
 overlay's `location.pathname` is stored unchanged; these functions give the forms an address may
-stand for, and `Store.page_url` picks the one the store knows (issue #14).
+stand for, and `Store.page_url` picks the one the store knows: a form that has notes, else one the
+plugin registered, else the address itself (issue #14).
+
+`/guide/` and `/guide/index.html` serve one page, and with `use_directory_urls: false` MkDocs
+links to the second: both stay as written when nothing is known, so an overlay on either finds its
+own notes under its own `location.pathname`.
 """
 
 from __future__ import annotations
@@ -20,16 +25,12 @@ _SLASHES = re.compile(r"/{2,}")
 
 
 def clean(value: str) -> str:
-    """The path of `value`: scheme, host, query and fragment dropped, a leading `/` added, a
-    final `index.html` dropped (a folder URL serves its `index.html`)."""
+    """The path of `value`: scheme, host, query and fragment dropped, a leading `/` added."""
     url = value.strip()
     if _SCHEME.match(url):
         url = urlsplit(url).path or "/"
     url = url.split("#", 1)[0].split("?", 1)[0]
-    url = _SLASHES.sub("/", "/" + url.lstrip("/"))
-    if url.endswith("/index.html"):
-        url = url[: -len("index.html")]
-    return url
+    return _SLASHES.sub("/", "/" + url.lstrip("/"))
 
 
 def _extensionless(path: str) -> bool:
@@ -42,12 +43,16 @@ def default(path: str) -> str:
 
 
 def candidates(path: str, base: str = "/") -> list[str]:
-    """The page URLs a cleaned `path` may stand for, the likeliest first: as written, as a folder,
-    as an `.html` page (`use_directory_urls: false`), then each with the site's sub-path `base`
-    added or taken away."""
+    """The page URLs a cleaned `path` may stand for, the likeliest first: as written, the folder
+    and its `index.html` for each other, as an `.html` page (`use_directory_urls: false`), then
+    each with the site's sub-path `base` added or taken away."""
     forms = [path]
-    if _extensionless(path):
-        forms += [path + "/", path + ".html"]
+    if path.endswith("/index.html"):
+        forms.append(path[: -len("index.html")])
+    elif path.endswith("/"):
+        forms.append(path + "index.html")
+    elif _extensionless(path):
+        forms += [path + "/", path + "/index.html", path + ".html"]
     out = list(forms)
     if base != "/":
         for form in forms:

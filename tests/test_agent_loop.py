@@ -175,6 +175,22 @@ def test_page_urls_are_normalised(store: annotate.Store) -> None:
         store.page_url("/guide/../secret/")
 
 
+def test_index_html_pages_keep_their_url(store: annotate.Store) -> None:
+    # use_directory_urls: false: MkDocs links to /guide/index.html, which the overlay then sends;
+    # the plugin registers both forms of the page.
+    store.register_pages(
+        {"/guide/index.html": "docs/guide/index.md", "/guide/": "docs/guide/index.md"}
+    )
+    a = store.add_annotation(text_note(pageUrl="/guide/index.html"))
+    assert a.page_url == "/guide/index.html"  # the overlay's location.pathname, unchanged
+    for form in ("/guide/", "/guide", "guide/index.html", "http://127.0.0.1:8000/guide/"):
+        assert [x.id for x in store.list_annotations(form)] == [a.id], form
+    # The page's notes stay under one URL, whichever form a later note comes with.
+    assert store.add_page_note({"pageUrl": "/guide/", "note": "x"}).page_url == "/guide/index.html"
+    # Nothing known: the address as written.
+    assert store.page_url("/other/index.html") == "/other/index.html"
+
+
 def test_site_url_sub_path(tmp_path: Path) -> None:
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: t\nsite_url: https://example.com/sub/  # served under /sub/\n"
