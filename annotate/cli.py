@@ -29,6 +29,7 @@ from .models import (
     Review,
     Summary,
     lean,
+    lean_item,
 )
 from .project import find_project
 
@@ -315,7 +316,7 @@ def list_(
         items += store.list_page_notes(page, statuses, include_resolved=include_all)
     _hint(store, page, items)
     ctx.emit(
-        [lean(i.to_dict()) for i in items],
+        [lean_item(i) for i in items],
         lambda: _listing(items, "note", _filters_text(page, status, include_all)),
     )
 
@@ -333,7 +334,7 @@ def _hint(store: store_module.Store, page: str | None, items: Sequence[Any]) -> 
 def get(ctx: Ctx, id: str) -> None:
     """Show one annotation or page note in full, with its replies."""
     item = ctx.store().get(id)
-    ctx.emit(lean(item.to_dict()), lambda: _detail(item))
+    ctx.emit(lean_item(item), lambda: _detail(item))
 
 
 @command(cli, "start")
@@ -341,7 +342,7 @@ def get(ctx: Ctx, id: str) -> None:
 def start(ctx: Ctx, id: str) -> None:
     """Mark a note in progress before editing the Markdown (set_in_progress)."""
     item = ctx.store().set_in_progress(id)
-    ctx.emit(lean(item.to_dict()), lambda: _changed("Started", item))
+    ctx.emit(lean_item(item), lambda: _changed("Started", item))
 
 
 @command(cli, "address")
@@ -360,7 +361,7 @@ def address(
 ) -> None:
     """Mark a note addressed: done, waiting for the reviewer (address_annotation)."""
     item = ctx.store().address_annotation(id, replaced_text, message=message, deleted=deleted)
-    ctx.emit(lean(item.to_dict()), lambda: _changed("Addressed", item))
+    ctx.emit(lean_item(item), lambda: _changed("Addressed", item))
 
 
 @command(cli, "target")
@@ -369,7 +370,7 @@ def address(
 def target(ctx: Ctx, id: str, replaced_text: str) -> None:
     """Record the text that replaced the quote (update_annotation_target)."""
     item = ctx.store().update_annotation_target(id, replaced_text)
-    ctx.emit(lean(item.to_dict()), lambda: f"Updated the target of {item.id}")
+    ctx.emit(lean_item(item), lambda: f"Updated the target of {item.id}")
 
 
 @command(cli, "reply")
@@ -389,9 +390,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
     if text is None:
         raise click.UsageError("Give the reply as an argument or with --message.")
     item = ctx.store().add_reply(id, text, role=role)
-    ctx.emit(
-        lean(item.to_dict()), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})"
-    )
+    ctx.emit(lean_item(item), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
 
 
 @command(cli, "accept")
@@ -399,7 +398,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
 def accept(ctx: Ctx, id: str) -> None:
     """Accept a note: it becomes resolved."""
     item = ctx.store().accept(id)
-    ctx.emit(lean(item.to_dict()), lambda: _changed("Accepted", item))
+    ctx.emit(lean_item(item), lambda: _changed("Accepted", item))
 
 
 @command(cli, "reopen")
@@ -411,7 +410,7 @@ def accept(ctx: Ctx, id: str) -> None:
 def reopen(ctx: Ctx, id: str, note: str | None) -> None:
     """Reopen an addressed or resolved note."""
     item = ctx.store().reopen(id, note)
-    ctx.emit(lean(item.to_dict()), lambda: _changed("Reopened", item))
+    ctx.emit(lean_item(item), lambda: _changed("Reopened", item))
 
 
 @command(cli, "delete")
@@ -434,7 +433,7 @@ def notes(ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool
     items = store.list_page_notes(page, list(status) or None, include_resolved=include_all)
     _hint(store, page, items)
     ctx.emit(
-        [lean(n.to_dict()) for n in items],
+        [lean_item(n) for n in items],
         lambda: _listing(items, "page note", _filters_text(page, status, include_all)),
     )
 

@@ -28,7 +28,7 @@ from . import store as store_module
 from .agents import DEFAULT_WAIT_S, MAX_WAIT_S, mode_instructions, no_review, order_of_work
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError
-from .models import Annotation, PageNote, Review, lean
+from .models import Annotation, PageNote, Review, lean_item
 
 __all__ = ["TOOLS", "build_server", "run"]
 
@@ -114,7 +114,7 @@ def _json(data: Any) -> str:
 def _item(item: Annotation | PageNote) -> dict[str, Any]:
     """An annotation or page note as agents get it: absent optional fields left out, as the
     reference does (issue #14)."""
-    return lean(item.to_dict())
+    return lean_item(item)
 
 
 def _items(items: list[Annotation] | list[PageNote]) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ __all__ = [
     "TextPosition",
     "TextQuote",
     "lean",
+    "lean_item",
 ]
 
 Status = Literal["open", "in_progress", "addressed", "resolved"]
@@ -65,6 +66,15 @@ def lean(data: dict[str, Any]) -> dict[str, Any]:
         if value is not None and value != [] and value != {}:
             out[key] = value
     return out
+
+
+def lean_item(item: Annotation | PageNote) -> dict[str, Any]:
+    """An annotation or page note as agents get it: `lean`, and `originalSource` only once it
+    differs from `source` (until the lines change it repeats them, excerpt and all)."""
+    data = item.to_dict()
+    if data.get("originalSource") is not None and data["originalSource"] == data.get("source"):
+        data["originalSource"] = None
+    return lean(data)
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:

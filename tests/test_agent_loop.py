@@ -403,6 +403,14 @@ async def test_answers_are_lean(project: Path, store: annotate.Store) -> None:
     # The web API keeps every key for the overlay.
     assert store.get_annotation(a.id).to_dict()["source"] is None
     assert lean({"a": None, "b": [], "c": {"d": None}, "e": 0, "f": ""}) == {"e": 0, "f": ""}
+    # originalSource only once it differs from source: until then it repeats it.
+    t = store.add_annotation(text_note())
+    got = await mcp_ok(project, "get_annotation", id=t.id)
+    assert got["source"]["lineStart"] == 5 and "originalSource" not in got
+    md = project / "docs" / "guide" / "install.md"
+    md.write_text(INSTALL_MD.replace("Run pip install", "Run pipx install"))
+    done = await mcp_ok(project, "address_annotation", id=t.id, replacedText="pipx install")
+    assert done["originalSource"]["excerpt"] == "Run pip install mkdocs-annotate in a shell."
 
 
 # -- 7. address with a message -----------------------------------------------------------------
