@@ -17,9 +17,21 @@ import click
 
 from . import agents
 from . import store as store_module
-from .context import DEFAULT_LINES, MAX_LINES, Context
+from .context import DEFAULT_LINES, MAX_LINES
+from .diff import annotation_change
 from .errors import AnnotateError
-from .models import ANCHOR_STATES, STATUSES, Annotation, PageNote, Review, Summary
+from .models import (
+    ANCHOR_STATES,
+    REVIEW_MODES,
+    STATUSES,
+    Annotation,
+    PageNote,
+    Review,
+    Summary,
+    lean,
+    lean_item,
+)
+from .project import find_project
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,15 +39,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Ctx:
     """What every command needs: where the store is and how to print."""
 
-    def __init__(self, project: str, db: str | None, as_json: bool) -> None:
+    def __init__(self, project: str | None, db: str | None, as_json: bool) -> None:
         self.project = project
         self.db = db
         self.as_json = as_json
 
     def store(self) -> store_module.Store:
+        """The store of the project found upwards from `--project` or the current folder."""
         if self.db:
-            return store_module.Store(self.db, project_dir=self.project if self.project else None)
-        return store_module.open(self.project or ".")
+            return store_module.Store(self.db, project_dir=self.project or None)
+        return store_module.open(self.project)
 
     def emit(self, data: Any, human: Callable[[], str]) -> None:
         if self.as_json:
@@ -47,9 +60,9 @@ class Ctx:
 project_option = click.option(
     "--project",
     type=click.Path(file_okay=False),
-    default=".",
-    show_default=True,
-    help="Project folder (the folder of mkdocs.yml).",
+    default=None,
+    help="Project folder (the folder of mkdocs.yml). Default: the nearest folder from the "
+    "current one upwards holding mkdocs.yml, mkdocs.yaml, properdocs.yml or zensical.toml.",
 )
 db_option = click.option(
     "--db",
@@ -66,7 +79,7 @@ def command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
         @db_option
         @project_option
         @functools.wraps(fn)
-        def wrapper(project: str, db: str | None, as_json: bool, **params: Any) -> None:
+        def wrapper(project: str | None, db: str | None, as_json: bool, **params: Any) -> None:
             ctx = Ctx(project, db, as_json)
             try:
                 fn(ctx, **params)
@@ -126,7 +139,8 @@ def _item_block(item: Annotation | PageNote) -> list[str]:
         elif item.element_selector:
             lines.append(f"  element: {_short(item.element_selector.css_selector)}")
     else:
-        lines = [f"[{item.id}] {item.page_url} (page note, status={item.status})"]
+        where = f" {item.source.path}" if item.source else ""
+        lines = [f"[{item.id}] {item.page_url}{where} (page note, status={item.status})"]
     if item.note:
         lines.append(f'  "{_short(item.note)}"')
     if isinstance(item, Annotation) and item.suggestion:
@@ -149,6 +163,8 @@ def _detail(item: Annotation | PageNote) -> str:
         kind = "page note"
     title = f" ({item.page_title})" if item.page_title else ""
     lines = [f"[{item.id}] {kind} on {item.page_url}{title}", f"status: {item.status}"]
+    if isinstance(item, PageNote) and item.source:
+        lines.append(f"source: {item.source.path}")
     if isinstance(item, Annotation):
         score = f", score {item.anchor_score:g}" if item.anchor_score is not None else ""
         lines.append(f"anchor: {item.anchor_state}{score}")
@@ -172,6 +188,10 @@ def _detail(item: Annotation | PageNote) -> str:
             lines += [f"  {line}" for line in item.suggestion.splitlines()]
         if item.replaced_text:
             lines.append(f'replaced by: "{item.replaced_text}"')
+        change = annotation_change(item)
+        if change:
+            lines.append("change in the Markdown ([-removed-]{+added+}):")
+            lines += [f"  {line}" for line in change.splitlines()]
     lines.append(f"created: {item.created_at}, updated: {item.updated_at}")
     lines.append(f"replies ({len(item.replies)}):" if item.replies else "replies: none")
     for r in item.replies:
@@ -200,28 +220,34 @@ def _summary_text(s: Summary) -> str:
     return "\n".join(lines)
 
 
-def _context_text(found: Context) -> str:
-    lines = _item_block(found.item)
-    if found.warning:
-        lines.append(f"warning: {found.warning}")
-    if found.lines:
-        lines += [
-            "",
-            f"{found.path}, lines {found.first_line}-{found.last_line}:",
-            found.numbered(),
-        ]
-    return "\n".join(lines)
-
-
-def _review_text(review: Review, names: dict[str, str]) -> str:
-    notes = [*review.annotations, *review.page_notes]
+def _review_text(review: Review, names: dict[str, str], offset: int = 0) -> str:
+    brief = review.brief(offset)
     head = f"Review {review.id} ({review.mode} mode, {review.status}), sent {review.created_at}"
     lines = [head + ":"]
     if review.message:
         lines.append(f'message: "{review.message}"')
     lines += [agents.mode_instructions(review.mode, names), ""]
-    lines.append(_listing(notes, "note", f"review {review.id}"))
+    shown = brief["notes"]
+    first = offset + 1
+    lines.append(
+        f"Notes {first}-{offset + len(shown)} of {brief['total']}:" if shown else "No notes."
+    )
+    for note in shown:
+        lines += _brief_lines(note)
+    if "next" in brief:
+        lines.append(f"More: annotate review {review.id} --offset {brief['next']}")
     return "\n".join(lines)
+
+
+def _brief_lines(note: dict[str, Any]) -> list[str]:
+    """One note of a review, compact: what it asks and where; the rest with `annotate context`."""
+    where = note.get("at") or note.get("page", "")
+    attrs = [note["kind"], *(note.get(k) for k in ("intent", "status", "anchorState"))]
+    lines = [f"[{note['id']}] {where} ({', '.join(a for a in attrs if a)})"]
+    for key in ("quote", "element", "note", "suggestion", "followUp"):
+        if key in note:
+            lines.append(f'  {key}: "{note[key]}"')
+    return lines
 
 
 def _reviews_text(items: Sequence[Review], pending: bool) -> str:
@@ -275,14 +301,32 @@ def list_(
     anchor: str | None,
     include_all: bool,
 ) -> None:
-    """List annotations (resolved ones only with --all or --status resolved)."""
-    items = ctx.store().list_annotations(
-        page, list(status) or None, type=kind, anchor_state=anchor, include_resolved=include_all
+    """List annotations, then page notes (resolved ones only with --all or --status resolved).
+
+    Page notes are left out when --type or --anchor asks for what they do not have.
+    """
+    store = ctx.store()
+    statuses = list(status) or None
+    items: list[Annotation | PageNote] = list(
+        store.list_annotations(
+            page, statuses, type=kind, anchor_state=anchor, include_resolved=include_all
+        )
     )
+    if kind is None and anchor is None:
+        items += store.list_page_notes(page, statuses, include_resolved=include_all)
+    _hint(store, page, items)
     ctx.emit(
-        [a.to_dict() for a in items],
-        lambda: _listing(items, "annotation", _filters_text(page, status, include_all)),
+        [lean_item(i) for i in items],
+        lambda: _listing(items, "note", _filters_text(page, status, include_all)),
     )
+
+
+def _hint(store: store_module.Store, page: str | None, items: Sequence[Any]) -> None:
+    """A page filter that matches no page with notes says so (on stderr), naming the closest."""
+    if page is not None and not items:
+        hint = store.page_hint(page)
+        if hint:
+            click.echo(hint, err=True)
 
 
 @command(cli, "get")
@@ -290,7 +334,7 @@ def list_(
 def get(ctx: Ctx, id: str) -> None:
     """Show one annotation or page note in full, with its replies."""
     item = ctx.store().get(id)
-    ctx.emit(item.to_dict(), lambda: _detail(item))
+    ctx.emit(lean_item(item), lambda: _detail(item))
 
 
 @command(cli, "start")
@@ -298,16 +342,26 @@ def get(ctx: Ctx, id: str) -> None:
 def start(ctx: Ctx, id: str) -> None:
     """Mark a note in progress before editing the Markdown (set_in_progress)."""
     item = ctx.store().set_in_progress(id)
-    ctx.emit(item.to_dict(), lambda: _changed("Started", item))
+    ctx.emit(lean_item(item), lambda: _changed("Started", item))
 
 
 @command(cli, "address")
 @click.argument("id")
 @click.option("--replaced-text", help="The text that now stands where the quote was.")
-def address(ctx: Ctx, id: str, replaced_text: str | None) -> None:
+@click.option(
+    "-m", "--message", help="A reply saying what you did, stored with the status in one step."
+)
+@click.option(
+    "--deleted",
+    is_flag=True,
+    help="You deleted the annotated text as asked: it is not looked for again.",
+)
+def address(
+    ctx: Ctx, id: str, replaced_text: str | None, message: str | None, deleted: bool
+) -> None:
     """Mark a note addressed: done, waiting for the reviewer (address_annotation)."""
-    item = ctx.store().address_annotation(id, replaced_text)
-    ctx.emit(item.to_dict(), lambda: _changed("Addressed", item))
+    item = ctx.store().address_annotation(id, replaced_text, message=message, deleted=deleted)
+    ctx.emit(lean_item(item), lambda: _changed("Addressed", item))
 
 
 @command(cli, "target")
@@ -316,7 +370,7 @@ def address(ctx: Ctx, id: str, replaced_text: str | None) -> None:
 def target(ctx: Ctx, id: str, replaced_text: str) -> None:
     """Record the text that replaced the quote (update_annotation_target)."""
     item = ctx.store().update_annotation_target(id, replaced_text)
-    ctx.emit(item.to_dict(), lambda: f"Updated the target of {item.id}")
+    ctx.emit(lean_item(item), lambda: f"Updated the target of {item.id}")
 
 
 @command(cli, "reply")
@@ -336,7 +390,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
     if text is None:
         raise click.UsageError("Give the reply as an argument or with --message.")
     item = ctx.store().add_reply(id, text, role=role)
-    ctx.emit(item.to_dict(), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
+    ctx.emit(lean_item(item), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
 
 
 @command(cli, "accept")
@@ -344,16 +398,19 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
 def accept(ctx: Ctx, id: str) -> None:
     """Accept a note: it becomes resolved."""
     item = ctx.store().accept(id)
-    ctx.emit(item.to_dict(), lambda: _changed("Accepted", item))
+    ctx.emit(lean_item(item), lambda: _changed("Accepted", item))
 
 
 @command(cli, "reopen")
 @click.argument("id")
-@click.option("--note", help="A follow-up note, added as a reviewer reply.")
+@click.option(
+    "--note",
+    help="A follow-up note, added as a reviewer reply; the note goes back to the agent at once.",
+)
 def reopen(ctx: Ctx, id: str, note: str | None) -> None:
     """Reopen an addressed or resolved note."""
     item = ctx.store().reopen(id, note)
-    ctx.emit(item.to_dict(), lambda: _changed("Reopened", item))
+    ctx.emit(lean_item(item), lambda: _changed("Reopened", item))
 
 
 @command(cli, "delete")
@@ -372,9 +429,11 @@ def delete(ctx: Ctx, id: str) -> None:
 @click.option("--all", "include_all", is_flag=True, help="Include resolved page notes.")
 def notes(ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool) -> None:
     """List page notes: feedback about a page as a whole."""
-    items = ctx.store().list_page_notes(page, list(status) or None, include_resolved=include_all)
+    store = ctx.store()
+    items = store.list_page_notes(page, list(status) or None, include_resolved=include_all)
+    _hint(store, page, items)
     ctx.emit(
-        [n.to_dict() for n in items],
+        [lean_item(n) for n in items],
         lambda: _listing(items, "page note", _filters_text(page, status, include_all)),
     )
 
@@ -457,7 +516,7 @@ def purge(ctx: Ctx, resolved: bool) -> None:
 def context(ctx: Ctx, id: str, lines: int) -> None:
     """Show a note with the current Markdown around it, line-numbered (get_context)."""
     found = ctx.store().get_context(id, lines)
-    ctx.emit(found.to_dict(), lambda: _context_text(found))
+    ctx.emit(lean(found.to_dict()), found.text)
 
 
 @command(cli, "wait")
@@ -476,7 +535,7 @@ def wait(ctx: Ctx, timeout: float) -> None:
         ctx.emit({"review": None, "instructions": message}, lambda: message)
         return
     data = {
-        "review": review.to_dict(),
+        "review": review.brief(),
         "instructions": agents.mode_instructions(review.mode, agents.CLI),
     }
     ctx.emit(data, lambda: _review_text(review, agents.CLI))
@@ -487,21 +546,50 @@ def wait(ctx: Ctx, timeout: float) -> None:
 def reviews(ctx: Ctx, pending: bool) -> None:
     """List reviews ("Send to agent" batches), oldest first (list_reviews)."""
     items = ctx.store().list_reviews(pending_only=pending)
-    ctx.emit([r.to_dict() for r in items], lambda: _reviews_text(items, pending))
+    ctx.emit([r.outline() for r in items], lambda: _reviews_text(items, pending))
 
 
 @command(cli, "review")
 @click.argument("id")
-def review(ctx: Ctx, id: str) -> None:
-    """Show one review with its notes (get_review)."""
+@click.option(
+    "--offset",
+    type=click.IntRange(0),
+    default=0,
+    help="Skip this many notes (a long review is shown a page at a time).",
+)
+def review(ctx: Ctx, id: str, offset: int) -> None:
+    """Show one review with its notes, compact (get_review)."""
     found = ctx.store().get_review(id)
-    ctx.emit(found.to_dict(), lambda: _review_text(found, agents.CLI))
+    ctx.emit(found.brief(offset), lambda: _review_text(found, agents.CLI, offset))
+
+
+@command(cli, "send")
+@click.argument("ids", nargs=-1)
+@click.option(
+    "--mode",
+    type=click.Choice(REVIEW_MODES),
+    default="edit",
+    show_default=True,
+    help="edit: apply the changes; review: answer, change nothing yet.",
+)
+@click.option("-m", "--message", help="A message for the agent.")
+def send(ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None) -> None:
+    """Send to agent: every open note not sent yet, or just the notes IDS (create_review)."""
+    data: dict[str, Any] = {"mode": mode, "message": message}
+    if ids:
+        data["ids"] = list(ids)
+    found = ctx.store().create_review(data)
+    n = len(found.annotations) + len(found.page_notes)
+    ctx.emit(
+        found.outline(),
+        lambda: f"Sent review {found.id} ({mode} mode, {n} note{'' if n == 1 else 's'})",
+    )
 
 
 @cli.command("mcp")
 @project_option
 @db_option
-def mcp(project: str, db: str | None) -> None:
+def mcp(project: str | None, db: str | None) -> None:
     """Run the MCP server over stdio, for coding agents (configured by `annotate setup`)."""
     from .mcp_server import run
 
@@ -543,7 +631,7 @@ def setup(
     uninstall: bool,
     gate: bool,
     server_command: str | None,
-    project: str,
+    project: str | None,
     as_json: bool,
 ) -> None:
     """Connect coding agents: MCP configuration, skill files, .gitignore (idempotent)."""
@@ -551,6 +639,7 @@ def setup(
 
     chosen = setup_module.AGENTS if agent == "all" else (agent,)
     try:
+        project = str(find_project(project))
         if uninstall:
             actions = setup_module.uninstall(project, chosen, scope, gate=gate)
         else:
@@ -619,7 +708,7 @@ def hook_stop(project: str | None) -> None:
 )
 @project_option
 @click.option("--read-only", is_flag=True, help="Serve the review without accepting changes.")
-def serve(directory: Path, port: int, host: str, project: str, read_only: bool) -> None:
+def serve(directory: Path, port: int, host: str, project: str | None, read_only: bool) -> None:
     """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
     from .web.server import serve as run
 
@@ -628,7 +717,8 @@ def serve(directory: Path, port: int, host: str, project: str, read_only: bool) 
         sys.stdout.flush()
 
     try:
-        run(directory, project=project, host=host, port=port, read_only=read_only, echo=echo)
+        root = find_project(project)
+        run(directory, project=root, host=host, port=port, read_only=read_only, echo=echo)
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
 
@@ -636,14 +726,13 @@ def serve(directory: Path, port: int, host: str, project: str, read_only: bool) 
 @cli.command("token")
 @click.option("--rotate", is_flag=True, help="Replace the token (open pages must be reloaded).")
 @project_option
-def token(rotate: bool, project: str) -> None:
+def token(rotate: bool, project: str | None) -> None:
     """Print the project's API token (X-Annotate-Token), creating it when missing."""
     from . import tokens
 
-    if not Path(project).is_dir():
-        raise SystemExit(_fail(f"Project folder {project!r} does not exist"))
     try:
-        click.echo(tokens.rotate_token(project) if rotate else tokens.read_token(project))
+        root = find_project(project)
+        click.echo(tokens.rotate_token(root) if rotate else tokens.read_token(root))
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
 

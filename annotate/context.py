@@ -3,7 +3,11 @@
 Like `consider-cli context` (seeds/001 §6.2): the note with the current content of its Markdown file
 around the lines it points at, read after lazy reconciliation so the line numbers are today's. When
 a note has no lines (an element, a page note, a quote not found in the Markdown) the top of the page's
-file is shown instead, and `warning` says why; a stale or orphaned note gets a warning too.
+file is shown instead, and `warning` says why; a stale or orphaned note gets a warning too. A removed
+note (its text deleted as asked) marks no lines: the text now there is not the one it was about.
+
+`Context.text()` is what an agent reads (the MCP tool answers it as plain text, issue #14): the note,
+its intent and suggestion spelled out, its thread, then the numbered lines.
 """
 
 from __future__ import annotations
@@ -19,10 +23,17 @@ from .reconcile import MAX_SOURCE_BYTES
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["DEFAULT_LINES", "MAX_LINES", "Context", "get_context"]
+__all__ = ["DEFAULT_LINES", "INTENTS", "MAX_LINES", "Context", "get_context"]
 
 DEFAULT_LINES = 10
 MAX_LINES = 500
+# What each intent asks of the agent, beside the lines.
+INTENTS = {
+    "comment": "comment: do what the note says; a question gets a reply and no edit",
+    "delete": "delete: remove the quoted text, then address it with deleted",
+    "replace": "replace: put the suggestion in place of the quoted text",
+    "insert": "insert: add the suggestion right after the quoted text",
+}
 
 
 @dataclass(slots=True)
@@ -53,6 +64,44 @@ class Context:
             out.append(f"{'>' if target else ' '} {n:>{width}} | {text}".rstrip())
         return "\n".join(out)
 
+    def text(self) -> str:
+        """The note, what it asks, its thread and the numbered lines, as plain text."""
+        item = self.item
+        if isinstance(item, Annotation):
+            kind = f"{item.type} note"
+            state = f"status: {item.status}, anchor: {item.anchor_state}"
+        else:
+            kind, state = "page note", f"status: {item.status}"
+        where = f" — {self.path}" if self.path else ""
+        if self.line_start is not None:
+            end = f"-{self.line_end}" if self.line_end != self.line_start else ""
+            where += f":{self.line_start}{end}"
+        out = [f"[{item.id}] {kind} on {item.page_url}{where} ({state})"]
+        if isinstance(item, Annotation):
+            out.append("intent: " + INTENTS[item.intent])
+        out += _field("note", item.note or "(none)")
+        if isinstance(item, Annotation):
+            if item.suggestion:
+                out += _field("suggestion", item.suggestion)
+            if item.type == "text":
+                out += _field("quote", item.selected_text or "")
+            elif item.element_selector:
+                sel = item.element_selector
+                out.append(f"element: {sel.css_selector}")
+                if sel.description:
+                    out.append(f"description: {sel.description}")
+            if item.replaced_text:
+                out += _field("replaced by", item.replaced_text)
+        for r in item.replies:
+            out += _field(f"reply ({r.role})", r.message)
+        if self.warning:
+            out.append(f"warning: {self.warning}")
+        if self.lines:
+            marked = " (> marks the note's lines)" if self.line_start is not None else ""
+            out += ["", f"{self.path}, lines {self.first_line}-{self.last_line}{marked}:"]
+            out.append(self.numbered())
+        return "\n".join(out)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "annotation": self.item.to_dict(),
@@ -72,7 +121,13 @@ def get_context(store: Store, id: str, lines: int = DEFAULT_LINES) -> Context:
         raise ValidationError(f"lines must be a whole number from 0 to {MAX_LINES}, got {lines!r}")
     item = store.get(id)  # reconciles a text annotation whose file changed
     source = item.source if isinstance(item, Annotation) else None
-    path = source.path if source else store._locator().page_file(item.page_url)
+    if isinstance(item, Annotation) and item.anchor_state == "removed":
+        source = None  # the lines where it was now hold other text: mark none
+    path = (
+        item.source.path
+        if isinstance(item, Annotation) and item.source
+        else store._locator().page_file(item.page_url)
+    )
     text = _read(store, path) if path else None
     if text is None:
         return Context(item, path, None, None, 1, (), _missing(item, path))
@@ -82,9 +137,25 @@ def get_context(store: Store, id: str, lines: int = DEFAULT_LINES) -> Context:
         end = min(len(all_lines), source.line_end + lines)
         shown = tuple(all_lines[start - 1 : end])
         return Context(item, path, source.line_start, source.line_end, start, shown, _caution(item))
+    if isinstance(item, Annotation) and item.anchor_state == "removed" and item.source:
+        start = max(1, item.source.line_start - lines)
+        end = min(len(all_lines), item.source.line_end + lines)
+        shown = tuple(all_lines[start - 1 : end])
+        return Context(item, path, None, None, start, shown, REMOVED)
     # No lines to point at: the top of the page's file.
     shown = tuple(all_lines[: 2 * lines + 1])
     return Context(item, path, None, None, 1, shown, _no_lines(item, path))
+
+
+REMOVED = (
+    "The annotated text was deleted as the note asked (removed): nothing is left to edit. These "
+    "are the lines around where it was; the text now there is not what the note was about."
+)
+
+
+def _field(name: str, value: str) -> list[str]:
+    first, *rest = value.splitlines() or [""]
+    return [f"{name}: {first}".rstrip(), *(f"  {line}".rstrip() for line in rest)]
 
 
 def _read(store: Store, relative: str) -> str | None:

@@ -19,6 +19,7 @@ __all__ = [
     "NotATextAnnotation",
     "NotFoundError",
     "PageNoteNotFound",
+    "ProjectNotFound",
     "ReviewNotFound",
     "StoreBusyError",
     "StoreCorruptError",
@@ -95,6 +96,21 @@ class EmptyReplacedText(ValidationError):
 class NotATextAnnotation(ValidationError):
     def __init__(self) -> None:
         super().__init__("not a text annotation", field="replacedText")
+
+
+class ProjectNotFound(AnnotateError):
+    """No folder from the start folder upwards holds a project config file (annotate/project.py)."""
+
+    code = "project_not_found"
+    http_status = 404
+
+    def __init__(self, folder: str) -> None:
+        super().__init__(
+            f"No MkDocs project in {folder} or any folder above it (looked for mkdocs.yml, "
+            "mkdocs.yaml, properdocs.yml, zensical.toml): run this in the project, or name it "
+            "with --project PATH"
+        )
+        self.folder = folder
 
 
 class ImportFormatError(ValidationError):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from .diff import change
 from .errors import ValidationError
 from .models import Annotation, PageNote, Review
 from .store import pause_gc
@@ -38,6 +39,7 @@ STATUS_MARKS = {
 ANCHOR_MARKS = {
     "stale": "⚠️ [Stale: the text changed since the note was made]",
     "orphaned": "⚠️ [Orphaned: could not locate the text]",
+    "removed": "🗑️ [Removed: the text was deleted as the note asked]",
 }
 ROLE_LABELS = {"reviewer": "Reviewer", "agent": "Agent"}
 # Every character str.splitlines() splits on.
@@ -68,7 +70,7 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
 # The Markdown writer works on plain tuples, in the column order of `Store._outline`:
 # annotations (id, type, page_url, page_title, note, status, intent, suggestion, selected_text,
 # css_selector, outer_html_preview, source_path, line_start, line_end, anchor_state,
-# replaced_text), page notes (id, page_url, page_title, note, status), and replies as
+# replaced_text, original_excerpt, source_excerpt), page notes (id, page_url, page_title, note, status), and replies as
 # {parent id: [(role, message), ...]}.
 AnnotationRow = tuple[Any, ...]
 NoteRow = tuple[str, str, str, str, str]
@@ -89,7 +91,8 @@ def to_markdown(
              a.selected_text, sel.css_selector if sel else None,
              sel.outer_html_preview if sel else None, src.path if src else None,
              src.line_start if src else None, src.line_end if src else None, a.anchor_state,
-             a.replaced_text)
+             a.replaced_text, a.original_source.excerpt if a.original_source else None,
+             src.excerpt if src else None)
         )  # fmt: skip
         replies[a.id] = [(r.role, r.message) for r in a.replies]
     for n in notes:
@@ -141,7 +144,7 @@ def _markdown(
 
 def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> list[str]:
     (id, type, _, _, note, status, intent, suggestion, selected, css, preview, path, start, end,
-     anchor_state, replaced) = a  # fmt: skip
+     anchor_state, replaced, original, current) = a  # fmt: skip
     if type == "text":
         head = f'{i}. **"{_one_line(selected or "")}"**'
     else:
@@ -165,6 +168,10 @@ def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> lis
         out += _block(suggestion or "", "   ", quote=False, fence=True)
     if replaced:
         out.append(f'   Replaced by: "{_one_line(replaced)}"')
+    diff = change(status, anchor_state, original, current)
+    if diff:
+        out.append("   Change in the Markdown (`[-removed-]{+added+}`):")
+        out += _block(diff, "   ", quote=False, fence=True)
     if replies:
         out += _replies(replies, "   ")
     return out
@@ -238,6 +245,7 @@ def to_json(
                 "author": r.author,
                 "createdAt": r.created_at,
                 "pickedUpAt": r.picked_up_at,
+                "doneAt": r.done_at,
                 "annotationIds": [a.id for a in r.annotations],
                 "pageNoteIds": [n.id for n in r.page_notes],
             }

@@ -177,6 +177,7 @@ def _ours(data: Mapping[str, Any]) -> Rows:
                     "author": validate.text(r.get("author"), "author", validate.MAX_AUTHOR) or None,
                     "created_at": _stamp(r.get("createdAt"), "createdAt", now()),
                     "picked_up_at": _stamp(r.get("pickedUpAt"), "pickedUpAt", None),
+                    "done_at": _stamp(r.get("doneAt"), "doneAt", None),
                 }
             )
             for key in ("annotationIds", "pageNoteIds"):
@@ -213,21 +214,27 @@ def _anchor(a: Mapping[str, Any]) -> dict[str, Any]:
     ):
         raise ValidationError("anchorScore must be a number from 0 to 100", "anchorScore")
     out: dict[str, Any] = {"anchor_state": state, "anchor_score": score}
-    source = a.get("source")
-    if source is not None:
-        if not isinstance(source, Mapping):
-            raise ValidationError("source must be an object", "source")
-        path = validate.text(source.get("path"), "source.path", 1_000, required=True)
-        lines = [source.get("lineStart"), source.get("lineEnd")]
-        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lines):
-            raise ValidationError("source lines must be positive integers", "source")
-        out.update(
-            source_path=path,
-            source_line_start=lines[0],
-            source_line_end=lines[1],
-            source_excerpt=validate.text(source.get("excerpt"), "source.excerpt", 10_000) or "",
-        )
+    out.update(_source(a.get("source"), "source", "source"))
+    out.update(_source(a.get("originalSource"), "originalSource", "original"))
     return out
+
+
+def _source(source: Any, field: str, prefix: str) -> dict[str, Any]:
+    """A `{path, lineStart, lineEnd, excerpt}` as the columns `<prefix>_path`, …"""
+    if source is None:
+        return {}
+    if not isinstance(source, Mapping):
+        raise ValidationError(f"{field} must be an object", field)
+    path = validate.text(source.get("path"), f"{field}.path", 1_000, required=True)
+    lines = [source.get("lineStart"), source.get("lineEnd")]
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lines):
+        raise ValidationError(f"{field} lines must be positive integers", field)
+    return {
+        f"{prefix}_path": path,
+        f"{prefix}_line_start": lines[0],
+        f"{prefix}_line_end": lines[1],
+        f"{prefix}_excerpt": validate.text(source.get("excerpt"), f"{field}.excerpt", 10_000) or "",
+    }
 
 
 def _page_notes(

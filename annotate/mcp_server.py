@@ -40,7 +40,7 @@ from .agents import (
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError
 from .hook import WORK, unfinished
-from .models import Review
+from .models import Annotation, PageNote, Review, lean_item
 
 __all__ = ["PROMPTS", "TOOLS", "build_server", "run"]
 
@@ -100,7 +100,7 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world
 class _Stores:
     """Opens the store on first use, so a missing or corrupt file is a tool error, not a crash."""
 
-    def __init__(self, project: str | Path, db: str | Path | None) -> None:
+    def __init__(self, project: str | Path | None, db: str | Path | None) -> None:
         self.project = project
         self.db = db
         self._store: store_module.Store | None = None
@@ -110,7 +110,7 @@ class _Stores:
         with self._lock:
             if self._store is None:
                 if self.db:
-                    self._store = store_module.Store(self.db, project_dir=self.project)
+                    self._store = store_module.Store(self.db, project_dir=self.project or None)
                 else:
                     self._store = store_module.open(self.project)
             return self._store
@@ -126,14 +126,25 @@ def _json(data: Any) -> str:
     return pydantic_core.to_json(data, indent=2).decode()
 
 
+def _item(item: Annotation | PageNote) -> dict[str, Any]:
+    """An annotation or page note as agents get it: absent optional fields left out, as the
+    reference does (issue #14)."""
+    return lean_item(item)
+
+
+def _items(items: list[Annotation] | list[PageNote]) -> list[dict[str, Any]]:
+    return [_item(i) for i in items]
+
+
 def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
     if review is None:
         return {"review": None, "instructions": no_review(timeout_s)}
-    return {"review": review.to_dict(), "instructions": mode_instructions(review.mode)}
+    return {"review": review.brief(), "instructions": mode_instructions(review.mode)}
 
 
-def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCPServer:
-    """The MCP server for the store of `project` (or the database file `db`)."""
+def build_server(project: str | Path | None = None, db: str | Path | None = None) -> MCPServer:
+    """The MCP server for the store of `project` (found upwards from the current folder when
+    None), or of the database file `db`."""
     stores = _Stores(project, db)
     server = MCPServer(
         name="mkdocs-annotate",
@@ -162,9 +173,9 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         "`comment`, `delete`, `replace` or `insert`) and suggestion, selectedText "
         "and quote (text annotations), elementSelector (element annotations), replacedText, "
         "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
-        "file (relative to the project) and 1-based lines the note points at, null when it "
+        "file (relative to the project) and 1-based lines the note points at, absent when it "
         "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
-        "`orphaned`: the file is gone). Resolved annotations are left out unless asked for. At "
+        "`orphaned`: the file is gone, `removed`: deleted as asked). Absent fields are left out. Resolved annotations are left out unless asked for. At "
         "most `limit` (50) are returned; when more match, a second text block says how to get "
         "the next ones (`offset`). "
         f"Order of work for each: {order_of_work()}. {intents()}",
@@ -183,11 +194,12 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
     ) -> CallToolResult:
         def page(s: store_module.Store) -> CallToolResult:
             found = s.list_annotations_page(pageUrl, status, limit=limit + 1, offset=offset)
-            result = _result(_json([a.to_dict() for a in found[:limit]]))
+            result = _result(_json(_items(found[:limit])))
+            # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
-                # A second block keeps the first one the reference's plain JSON array.
                 result.content.append(TextContent(type="text", text=MORE.format(
                     first=offset + 1, last=offset + limit, next=offset + limit)))  # fmt: skip
+            _hint(s, result, pageUrl, found)
             return result
 
         return call(page, raw=True)
@@ -200,7 +212,13 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         READ,
     )
     def list_page_notes(pageUrl: PageUrl = None, status: Status = None) -> CallToolResult:
-        return call(lambda s: [n.to_dict() for n in s.list_page_notes(pageUrl, status)])
+        def notes(s: store_module.Store) -> CallToolResult:
+            found = s.list_page_notes(pageUrl, status)
+            result = _result(_json(_items(found)))
+            _hint(s, result, pageUrl, found)
+            return result
+
+        return call(notes, raw=True)
 
     @tool(
         "Get a single annotation (or page note) by ID with full detail: note, quote or element, "
@@ -208,7 +226,7 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         READ,
     )
     def get_annotation(id: Id) -> CallToolResult:
-        return call(lambda s: s.get(id).to_dict())
+        return call(lambda s: _item(s.get(id)))
 
     @tool(
         "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
@@ -243,8 +261,26 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
                 "annotations only)"
             ),
         ] = None,
+        message: Annotated[
+            str | None,
+            Field(
+                description="A reply (role agent) saying what you did, stored with the status in "
+                "one step: no add_agent_reply needed"
+            ),
+        ] = None,
+        deleted: Annotated[
+            bool,
+            Field(
+                description="You deleted the annotated text as asked (intent delete): the note "
+                "becomes `removed` and is not looked for again"
+            ),
+        ] = False,
     ) -> CallToolResult:
-        return call(lambda s: s.address_annotation(id, replacedText).to_dict())
+        return call(
+            lambda s: _item(
+                s.address_annotation(id, replacedText, message=message, deleted=deleted)
+            )
+        )
 
     @tool(
         "Signal that you are about to start working on an annotation: status `in_progress`, so "
@@ -257,7 +293,7 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
     def set_in_progress(
         id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
     ) -> CallToolResult:
-        return call(lambda s: s.set_in_progress(id).to_dict())
+        return call(lambda s: _item(s.set_in_progress(id)))
 
     @tool(
         "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
@@ -270,7 +306,7 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
         id: Annotated[str, Field(description="The annotation ID to reply to")],
         message: Annotated[str, Field(description="The reply: what was done, or your answer")],
     ) -> CallToolResult:
-        return call(lambda s: s.add_agent_reply(id, message).to_dict())
+        return call(lambda s: _item(s.add_agent_reply(id, message)))
 
     @tool(
         "Record the text that now stands where the annotated text was, after you edited the "
@@ -292,14 +328,14 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
             ),
         ],
     ) -> CallToolResult:
-        return call(lambda s: s.update_annotation_target(id, replacedText).to_dict())
+        return call(lambda s: _item(s.update_annotation_target(id, replacedText)))
 
     @tool(
-        "The annotation with the current Markdown around it, line-numbered (`>` marks the lines "
-        "it points at): {annotation, path, lineStart, lineEnd, firstLine, lastLine, context, "
-        "warning}. Read it before editing. `warning` explains a stale or orphaned anchor, or why "
-        "there are no lines (element annotations and page notes show the top of the page's "
-        'file). Error: `Annotation with ID "..." not found`.',
+        "The note with the current Markdown around it, as plain text: what its intent asks, its "
+        "note, suggestion, quote and replies, then the lines numbered (`>` marks the lines it "
+        "points at). Read it before editing. A `warning:` line explains a stale, orphaned or "
+        "removed anchor, or why there are no lines (element annotations and page notes show the "
+        'top of the page\'s file). Error: `Annotation with ID "..." not found`.',
         READ,
     )
     def get_context(
@@ -309,13 +345,15 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
             Field(ge=0, le=MAX_LINES, description="Lines of Markdown to show before and after"),
         ] = DEFAULT_LINES,
     ) -> CallToolResult:
-        return call(lambda s: s.get_context(id, lines).to_dict())
+        return call(lambda s: s.get_context(id, lines).text(), text=True)
 
     @tool(
         'Wait for the reviewer to press "Send to agent" in the browser, and take that review. '
         "Returns at once with a review no agent has picked up yet, else blocks until one is sent "
-        "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, "
-        "annotations (with source and anchorState), pageNotes, …}, instructions}. Mode `edit`: "
+        "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, notes: "
+        "[{id, kind, intent, note, suggestion, at (path:lines), quote, …}], total, next?}, "
+        "instructions}; get_context gives a note's details, get_review(id, offset=next) the "
+        "rest of a long review. Mode `edit`: "
         "apply the changes, for each note " + order_of_work() + ". Mode `review`: answer each "
         "note (address_annotation with `message`), editing no file. " + intents() + " After the "
         'timeout: {review: null, instructions: "No review yet…"}; call it again to keep waiting.',
@@ -365,8 +403,9 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
 
     @tool(
         'Reviews ("Send to agent" batches), oldest first: {id, mode, message, status '
-        "(`pending` or `picked_up`), annotations, pageNotes, …}. `pendingOnly` keeps those no "
-        "agent has picked up; wait_for_review takes them.",
+        "(`pending`, `picked_up` or `done`), notes (how many), waiting (still open or in "
+        "progress), …}. `pendingOnly` keeps those no agent has picked up; wait_for_review takes "
+        "them.",
         READ,
     )
     def list_reviews(
@@ -374,17 +413,21 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
             bool, Field(description="Only reviews no agent has picked up yet")
         ] = False,
     ) -> CallToolResult:
-        return call(lambda s: [r.to_dict() for r in s.list_reviews(pending_only=pendingOnly)])
+        return call(lambda s: [r.outline() for r in s.list_reviews(pending_only=pendingOnly)])
 
     @tool(
-        "One review by ID with its mode, message, annotations (with sources) and page notes. "
+        "One review by ID with its mode, message and notes, compact as wait_for_review gives "
+        "them; `offset` skips notes (the `next` of a long review). "
         'Error: `Review with ID "..." not found`.',
         READ,
     )
     def get_review(
         id: Annotated[str, Field(description="The review ID, e.g. `rv_3f9c01ab22`")],
+        offset: Annotated[
+            int, Field(ge=0, description="Skip this many notes (the `next` of the last answer)")
+        ] = 0,
     ) -> CallToolResult:
-        return call(lambda s: s.get_review(id).to_dict())
+        return call(lambda s: s.get_review(id).brief(offset))
 
     # -- prompts (issue #14, item 14): clients show them as slash commands ------------------
 
@@ -437,6 +480,16 @@ def build_server(project: str | Path = ".", db: str | Path | None = None) -> MCP
     return server
 
 
-def run(project: str | Path = ".", db: str | Path | None = None) -> None:
+def _hint(
+    s: store_module.Store, result: CallToolResult, page_url: str | None, found: list[Any]
+) -> None:
+    """An empty listing of a page with no notes at all says so, naming the closest pages."""
+    if page_url is not None and not found:
+        hint = s.page_hint(page_url)
+        if hint:
+            result.content.append(TextContent(type="text", text=hint))
+
+
+def run(project: str | Path | None = None, db: str | Path | None = None) -> None:
     """Serve the MCP tools over stdio until the client closes the connection."""
     build_server(project, db).run("stdio")

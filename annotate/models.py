@@ -6,6 +6,7 @@ and the MCP tools share.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,23 +17,69 @@ __all__ = [
     "Annotation",
     "ElementSelector",
     "PageNote",
+    "PageSource",
     "Reply",
     "Review",
     "Source",
     "Summary",
     "TextPosition",
     "TextQuote",
+    "lean",
+    "lean_item",
 ]
 
 Status = Literal["open", "in_progress", "addressed", "resolved"]
 Intent = Literal["comment", "delete", "replace", "insert"]
-AnchorState = Literal["anchored", "stale", "orphaned"]
+# `removed`: the agent deleted the text as the note asked (`address_annotation(deleted=True)`);
+# re-anchoring leaves such a note be.
+AnchorState = Literal["anchored", "stale", "orphaned", "removed"]
 Role = Literal["reviewer", "agent"]
 
 STATUSES: tuple[str, ...] = ("open", "in_progress", "addressed", "resolved")
 INTENTS: tuple[str, ...] = ("comment", "delete", "replace", "insert")
-ANCHOR_STATES: tuple[str, ...] = ("anchored", "stale", "orphaned")
+ANCHOR_STATES: tuple[str, ...] = ("anchored", "stale", "orphaned", "removed")
 REVIEW_MODES: tuple[str, ...] = ("edit", "review")
+REVIEW_STATUSES: tuple[str, ...] = ("pending", "picked_up", "done")
+# A note in a review's compact answer: the note and suggestion are cut here (the rest through
+# get_context), which keeps a note under about 150 tokens.
+BRIEF_TEXT = 300
+BRIEF_QUOTE = 100
+# A page of a review's compact answer: at most this many notes and characters of JSON (about
+# 15k tokens at 4 characters a token; agents cut tool output at 25k tokens).
+REVIEW_PAGE_NOTES = 100
+REVIEW_PAGE_CHARS = 60_000
+
+
+def lean(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` without the keys whose value is absent (None, an empty list or object), at every
+    level.
+
+    What the agent surfaces answer (MCP tools, `--json`), as the reference leaves out `addressedAt`,
+    `replies`, … when there are none; the web API keeps every key for the overlay.
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            value = lean(value)
+        elif isinstance(value, list):
+            value = [lean(v) if isinstance(v, dict) else v for v in value]
+        if value is not None and value != [] and value != {}:
+            out[key] = value
+    return out
+
+
+def lean_item(item: Annotation | PageNote) -> dict[str, Any]:
+    """An annotation or page note as agents get it: `lean`, and `originalSource` only once it
+    differs from `source` (until the lines change it repeats them, excerpt and all)."""
+    data = item.to_dict()
+    if data.get("originalSource") is not None and data["originalSource"] == data.get("source"):
+        data["originalSource"] = None
+    return lean(data)
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    text = " ".join(text.split())
+    return (text, False) if len(text) <= limit else (text[: limit - 1] + "…", True)
 
 
 @dataclass(slots=True)
@@ -122,6 +169,16 @@ class Source:
 
 
 @dataclass(slots=True)
+class PageSource:
+    """The Markdown file a page is built from (relative to the project): a page note's `source`."""
+
+    path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+
+@dataclass(slots=True)
 class Annotation:
     id: str
     type: Literal["text", "element"]
@@ -139,6 +196,8 @@ class Annotation:
     replaced_text: str | None = None
     element_selector: ElementSelector | None = None
     source: Source | None = None
+    # `source` as when the note was made: what the reviewer saw, for the change once addressed.
+    original_source: Source | None = None
     anchor_state: AnchorState = "anchored"
     anchor_score: float | None = None
     replies: tuple[Reply, ...] = ()
@@ -165,6 +224,7 @@ class Annotation:
             "replacedText": self.replaced_text,
             "elementSelector": self.element_selector.to_dict() if self.element_selector else None,
             "source": self.source.to_dict() if self.source else None,
+            "originalSource": self.original_source.to_dict() if self.original_source else None,
             "anchorState": self.anchor_state,
             "anchorScore": self.anchor_score,
             "replies": [r.to_dict() for r in self.replies],
@@ -175,6 +235,42 @@ class Annotation:
             "addressedAt": self.addressed_at,
             "resolvedAt": self.resolved_at,
         }
+
+    def brief(self) -> dict[str, Any]:
+        """What a review lists for this note: enough to act on, details through get_context."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.type, "intent": self.intent}
+        cut = False
+        if self.note:
+            out["note"], cut = _cut(self.note, BRIEF_TEXT)
+        if self.suggestion:
+            out["suggestion"], more = _cut(self.suggestion, BRIEF_TEXT)
+            cut = cut or more
+        if self.source:
+            out["at"] = self.source.lines
+        else:
+            out["page"] = self.page_url
+        if self.type == "text":
+            out["quote"] = _cut(self.selected_text or "", BRIEF_QUOTE)[0]
+        elif self.element_selector:
+            sel = self.element_selector
+            out["element"] = _cut(sel.description or sel.css_selector, BRIEF_QUOTE)[0]
+        if self.anchor_state != "anchored":
+            out["anchorState"] = self.anchor_state
+        if self.status != "open":
+            out["status"] = self.status
+        follow_up = _follow_up(self.replies)
+        if follow_up:
+            out["followUp"] = follow_up
+        if cut:
+            out["truncated"] = True
+        return out
+
+
+def _follow_up(replies: tuple[Reply, ...]) -> str | None:
+    """The reviewer's last word when it is the last word of the thread (a Reopen's follow-up)."""
+    if replies and replies[-1].role == "reviewer":
+        return _cut(replies[-1].message, BRIEF_TEXT)[0]
+    return None
 
 
 @dataclass(slots=True)
@@ -193,6 +289,8 @@ class PageNote:
     in_progress_at: str | None = None
     addressed_at: str | None = None
     resolved_at: str | None = None
+    # The page's Markdown file, when known (from the plugin's page record or mkdocs.yml).
+    source: PageSource | None = None
 
     kind = "page_note"
 
@@ -203,6 +301,7 @@ class PageNote:
             "pageTitle": self.page_title,
             "note": self.note,
             "status": self.status,
+            "source": self.source.to_dict() if self.source else None,
             "replies": [r.to_dict() for r in self.replies],
             "author": self.author,
             "createdAt": self.created_at,
@@ -212,10 +311,27 @@ class PageNote:
             "resolvedAt": self.resolved_at,
         }
 
+    def brief(self) -> dict[str, Any]:
+        """What a review lists for this page note (see `Annotation.brief`)."""
+        out: dict[str, Any] = {"id": self.id, "kind": "page"}
+        out["note"], cut = _cut(self.note, BRIEF_TEXT)
+        if self.source:
+            out["at"] = self.source.path
+        out["page"] = self.page_url
+        if self.status != "open":
+            out["status"] = self.status
+        follow_up = _follow_up(self.replies)
+        if follow_up:
+            out["followUp"] = follow_up
+        if cut:
+            out["truncated"] = True
+        return out
+
 
 @dataclass(slots=True)
 class Review:
-    """A batch sent with "Send to agent": the notes collected since the previous review."""
+    """A batch sent with "Send to agent": the open notes collected since the previous review, or
+    the notes chosen for it (`create_review({"ids": [...]})`)."""
 
     id: str
     mode: Literal["edit", "review"]
@@ -225,9 +341,15 @@ class Review:
     author: str | None = None
     annotations: tuple[Annotation, ...] = ()
     page_notes: tuple[PageNote, ...] = ()
+    # When the last of its notes was addressed or resolved.
+    done_at: str | None = None
 
     @property
     def status(self) -> str:
+        """`pending` (no agent took it), `picked_up`, or `done` (every note addressed or
+        resolved)."""
+        if self.done_at:
+            return "done"
         return "picked_up" if self.picked_up_at else "pending"
 
     def to_dict(self) -> dict[str, Any]:
@@ -239,9 +361,53 @@ class Review:
             "author": self.author,
             "createdAt": self.created_at,
             "pickedUpAt": self.picked_up_at,
+            "doneAt": self.done_at,
             "annotations": [a.to_dict() for a in self.annotations],
             "pageNotes": [n.to_dict() for n in self.page_notes],
         }
+
+    def outline(self) -> dict[str, Any]:
+        """The review without its notes, with their count: for listings of reviews."""
+        notes = [*self.annotations, *self.page_notes]
+        waiting = sum(n.status in ("open", "in_progress") for n in notes)
+        return lean(
+            {
+                "id": self.id,
+                "mode": self.mode,
+                "message": self.message or None,
+                "status": self.status,
+                "createdAt": self.created_at,
+                "pickedUpAt": self.picked_up_at,
+                "doneAt": self.done_at,
+                "notes": len(notes),
+                "waiting": waiting,
+            }
+        )
+
+    def brief(self, offset: int = 0) -> dict[str, Any]:
+        """The compact answer an agent gets: per note `Annotation.brief`, a page at a time.
+
+        A page ends after `REVIEW_PAGE_NOTES` notes or `REVIEW_PAGE_CHARS` characters of JSON,
+        whichever comes first; `next` is then the offset of the next page.
+        """
+        notes = [*self.annotations, *self.page_notes]
+        out = self.outline()
+        out.pop("waiting", None)
+        page: list[dict[str, Any]] = []
+        size = 0
+        for item in notes[offset:]:
+            entry = item.brief()
+            size += len(json.dumps(entry, ensure_ascii=False)) + 4
+            if page and (len(page) >= REVIEW_PAGE_NOTES or size > REVIEW_PAGE_CHARS):
+                break
+            page.append(entry)
+        out["notes"] = page
+        out["total"] = len(notes)
+        if offset:
+            out["offset"] = offset
+        if offset + len(page) < len(notes):
+            out["next"] = offset + len(page)
+        return out
 
 
 @dataclass(slots=True)

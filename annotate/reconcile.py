@@ -7,7 +7,8 @@ time) are located again — by `replacedText` when the agent recorded one, else 
 - `anchored`: found; `source` holds the current lines;
 - `stale`: the file is there but the text was rewritten beyond recognition; `source` keeps the lines
   where it was last seen;
-- `orphaned`: the file is gone.
+- `orphaned`: the file is gone;
+- `removed` (set by `address_annotation(deleted=True)`): the text was deleted as asked; left be.
 
 Nothing is ever dropped. An unchanged file costs one `stat` per file, not per annotation.
 """
@@ -110,8 +111,8 @@ def plan(
     """
     updates: dict[str, dict[str, Any]] = {}
     for row in rows:
-        if row["type"] != "text":
-            continue
+        if row["type"] != "text" or row["anchor_state"] == "removed":
+            continue  # a removed note's text was deleted on purpose: nothing to find
         current = row["source_file"]
         path = current
         mtime = locator.mtime(path) if path else None

@@ -112,7 +112,38 @@ def _page_sources(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_initial, _page_sources]
+def _agent_loop(db: sqlite_utils.Database) -> None:
+    # issue #14. original_*: the note's source as when it was made, for the change the reviewer
+    # sees once it is addressed; an open note has not been worked on, so its source is the
+    # original one.
+    for column, kind in (
+        ("original_path", str),
+        ("original_line_start", int),
+        ("original_line_end", int),
+        ("original_excerpt", str),
+    ):
+        db["annotations"].add_column(column, kind)
+    db.execute(
+        "UPDATE annotations SET original_path = source_path, original_line_start = "
+        "source_line_start, original_line_end = source_line_end, original_excerpt = "
+        "source_excerpt WHERE status = 'open' AND source_path IS NOT NULL"
+    )
+    # done_at: when the last note of the review was addressed or resolved (status `done`).
+    db["reviews"].add_column("done_at", str)
+    db.execute(
+        "UPDATE reviews SET done_at = coalesce((SELECT max(coalesce(resolved_at, addressed_at)) "
+        "FROM (SELECT resolved_at, addressed_at FROM annotations WHERE review_id = reviews.id "
+        "UNION ALL SELECT resolved_at, addressed_at FROM page_notes WHERE review_id = "
+        "reviews.id)), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+        "WHERE NOT EXISTS (SELECT 1 FROM annotations WHERE review_id = reviews.id AND status IN "
+        "('open', 'in_progress')) AND NOT EXISTS (SELECT 1 FROM page_notes WHERE review_id = "
+        "reviews.id AND status IN ('open', 'in_progress')) AND (EXISTS (SELECT 1 FROM "
+        "annotations WHERE review_id = reviews.id) OR EXISTS (SELECT 1 FROM page_notes WHERE "
+        "review_id = reviews.id))"
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_initial, _page_sources, _agent_loop]
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
     {"annotations", "page_notes", "replies", "reviews", "changes", "pages", "schema_version"}

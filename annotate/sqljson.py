@@ -85,6 +85,17 @@ ANNOTATION_JSON = _object(
         )
         + " END",
     ),
+    (
+        "originalSource",
+        "CASE WHEN a.original_path != '' THEN "
+        + _object(
+            ("path", "a.original_path"),
+            ("lineStart", "a.original_line_start"),
+            ("lineEnd", "a.original_line_end"),
+            ("excerpt", "coalesce(a.original_excerpt, '')"),
+        )
+        + " END",
+    ),
     ("anchorState", "a.anchor_state"),
     (
         "anchorScore",

@@ -9,6 +9,8 @@ come from the same committed state.
 from __future__ import annotations
 
 import contextlib
+import difflib
+import functools
 import gc
 import json
 import os
@@ -23,7 +25,7 @@ from typing import Any
 
 import sqlite_utils
 
-from . import reconcile, sourcemap
+from . import pages, reconcile, sourcemap, urls
 from . import validation as validate
 from .anchoring import Selector
 from .context import Context, get_context
@@ -47,6 +49,7 @@ from .models import (
     Annotation,
     ElementSelector,
     PageNote,
+    PageSource,
     Reply,
     Review,
     Source,
@@ -54,6 +57,7 @@ from .models import (
     TextPosition,
     TextQuote,
 )
+from .project import find_project
 from .schema import LATEST, MIGRATIONS, OWN_TABLES
 from .sqljson import ANNOTATION_JSON
 
@@ -74,6 +78,17 @@ SOURCE_COLUMNS = (
     "source_excerpt",
     "anchor_score",
 )
+# The source a text note had when it was made (Annotation.original_source).
+ORIGINAL_COLUMNS = {
+    "original_path": "source_path",
+    "original_line_start": "source_line_start",
+    "original_line_end": "source_line_end",
+    "original_excerpt": "source_excerpt",
+}
+# A review is being worked on while one of its notes is.
+WAITING = "status IN ('open', 'in_progress')"
+# How many pages with notes a filter that matches none names.
+CLOSEST_PAGES = 3
 
 Item = Annotation | PageNote
 Row = Mapping[str, Any]
@@ -115,11 +130,13 @@ def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
     return Path(project) / DEFAULT_DIR / DEFAULT_FILE
 
 
-def open(project: str | os.PathLike[str] = ".") -> Store:
-    """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing."""
-    root = Path(project)
-    if not root.is_dir():
-        raise ValidationError(f"Project folder {str(root)!r} does not exist", "project")
+def open(project: str | os.PathLike[str] | None = None) -> Store:
+    """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing.
+
+    The project is found upwards from `project`, or from the current folder when it is None
+    (`annotate.project.find_project`): never a new store inside `docs/`.
+    """
+    root = find_project(project)
     return Store(project_db_path(root), project_dir=root)
 
 
@@ -333,8 +350,28 @@ class Store:
             replies = self._all_replies(conn)
         else:
             replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
-        build = _annotation if table == "annotations" else _page_note
-        return [build(r, tuple(replies.get(r["id"], ()))) for r in rows]
+        if table == "annotations":
+            return [_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
+        files = self._page_files(conn, {r["page_url"] for r in rows})
+        return [_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows]
+
+    def _page_files(self, conn: sqlite3.Connection, urls: set[str]) -> dict[str, str | None]:
+        """The Markdown file of each page, for page notes' `source`: the plugin's record, else
+        mkdocs.yml's rules. Only shown, never read here, so a recorded path is taken as it is
+        (the plugin records paths inside the project only)."""
+        found: dict[str, str | None] = {}
+        listed = sorted(urls)
+        for i in range(0, len(listed), IN_CHUNK):
+            chunk = listed[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                conn.execute(
+                    f"SELECT page_url, src_path FROM pages WHERE page_url IN ({marks})", chunk
+                ).fetchall()
+            )
+        for url in urls - found.keys():
+            found[url] = pages.resolve_page(self.project_dir, url)
+        return found
 
     def _row(self, conn: sqlite3.Connection, table: str, id: str) -> Row | None:
         if not validate.is_valid_id(id):
@@ -383,6 +420,7 @@ class Store:
         the start.
         """
         fields = validate.annotation_input(data)
+        fields["page_url"] = self.page_url(fields["page_url"])
         if fields["element_selector"] is not None:
             fields["element_selector"] = json.dumps(fields["element_selector"])
         stamp = now()
@@ -398,6 +436,8 @@ class Store:
             blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
             update = reconcile.plan([blank | row], self._locator(), force=True)
             row.update(update.get(row["id"], {}))
+            # What the reviewer saw: the change since then is shown once the note is addressed.
+            row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
         with self._tx(write=True) as conn:
             self._insert(conn, "annotations", row)
             self._record(conn, "annotation", row["id"], "created", row["page_url"])
@@ -421,6 +461,7 @@ class Store:
         include_resolved: bool = False,
     ) -> list[Annotation]:
         """Annotations in creation order; resolved ones only when asked for (by status or flag)."""
+        page_url = None if page_url is None else self.page_url(page_url)
         where, params = _annotation_filters(page_url, status, type, anchor_state, include_resolved)
         return self._select(f"SELECT * FROM annotations WHERE {where} ORDER BY rowid", params)
 
@@ -437,6 +478,7 @@ class Store:
 
         For listings read on every page load (the web API): no object per row (annotate/sqljson.py).
         """
+        page_url = None if page_url is None else self.page_url(page_url)
         where, params = _annotation_filters(page_url, status, type, anchor_state, include_resolved)
         self._reconcile_where(where, params)
         with self._tx(write=False) as conn:
@@ -462,11 +504,14 @@ class Store:
     ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
         """`text_selectors` as plain tuples `(id, exact, prefix, suffix, start, end,
         replaced_text)`: cheap to compare, for a caller that remembers answers."""
+        page_url = self.page_url(page_url)
         sql = (
             "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
             "coalesce(quote_prefix, ''), coalesce(quote_suffix, ''), position_start, "
             "position_end, nullif(replaced_text, '') FROM annotations "
-            "WHERE page_url = ? AND type = 'text'"
+            # A deleted passage has nothing to highlight: re-anchoring it would mark whatever
+            # text now stands where it was.
+            "WHERE page_url = ? AND type = 'text' AND anchor_state != 'removed'"
         )
         if not include_resolved:
             sql += " AND status != 'resolved'"
@@ -501,7 +546,7 @@ class Store:
         Markdown file was found.
         """
         locator = self._locator()
-        path = locator.page_file(validate.page_url(page_url))
+        path = locator.page_file(self.page_url(page_url))
         mtime = locator.mtime(path) if path else None
         if path is None or mtime is None:
             return False
@@ -523,9 +568,62 @@ class Store:
         ).fetchone()
         return row[0] if row else None
 
+    # -- page URLs (annotate/urls.py) ------------------------------------------------------
+
+    @functools.cached_property
+    def _site_path(self) -> str:
+        return urls.site_path(pages.site_url(self.project_dir))
+
+    def page_url(self, value: Any, field: str = "pageUrl") -> str:
+        """The form the store keeps of a page URL written any way a person or an agent may:
+        `/guide`, `guide/`, `/guide/index.html`, `http://127.0.0.1:8000/guide/`, with or without
+        the site's sub-path. The first form that has notes wins (one page's notes stay under one
+        URL), then the first the plugin registered; otherwise the path itself, a folder URL with
+        its final `/`."""
+        cleaned = urls.clean(value) if isinstance(value, str) and value.strip() else value
+        path = validate.page_url(cleaned, field)
+        forms = urls.candidates(path, self._site_path)
+        marks = ",".join("?" * len(forms))
+        found = self.conn.execute(
+            f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
+            f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
+            f"SELECT page_url, 0 FROM pages WHERE page_url IN ({marks})",
+            forms * 3,
+        ).fetchall()
+        for wanted in (1, 0):
+            known = {url for url, notes in found if notes == wanted}
+            for form in forms:
+                if form in known:
+                    return form
+        return urls.default(path)
+
+    def page_hint(self, page_url: str) -> str | None:
+        """When no note (of any status) is on this page: a sentence saying so and naming the
+        pages with notes whose URLs are closest; else None. For listings that come back empty."""
+        url = self.page_url(page_url)
+        with self._tx(write=False) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM annotations WHERE page_url = ? UNION ALL "
+                "SELECT 1 FROM page_notes WHERE page_url = ? LIMIT 1",
+                (url, url),
+            ).fetchone()
+            if found:
+                return None
+            with_notes = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT page_url FROM annotations UNION SELECT page_url FROM page_notes"
+                )
+            ]
+        if not with_notes:
+            return f"No page has notes yet ({url} included)."
+        closest = difflib.get_close_matches(url, with_notes, n=CLOSEST_PAGES, cutoff=0.0)
+        return f"No notes on page {url}. Pages with notes closest to it: {', '.join(closest)}."
+
     def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
         """Re-locate the rows whose Markdown changed; return how many were looked at again."""
-        rows = [r for r in rows if r["type"] == "text"]
+        # A removed note's text was deleted on purpose: there is nothing to find again.
+        rows = [r for r in rows if r["type"] == "text" and r["anchor_state"] != "removed"]
         if not rows:
             return 0
         updates = reconcile.plan(rows, self._locator(), force=force)
@@ -557,7 +655,7 @@ class Store:
         Python work per annotation.
         """
         locator = self._locator()
-        cond = f"type = 'text' AND ({where})"
+        cond = f"type = 'text' AND anchor_state != 'removed' AND ({where})"
         with self._tx(write=False) as conn:
             params = list(params)
             groups = conn.execute(
@@ -661,15 +759,42 @@ class Store:
                     },
                 )
                 self._record(conn, _kind(table), id, "in_progress", row["page_url"])
+                self._settle_review(conn, row["review_id"])
             return self._load(conn, table, id)
 
-    def address_annotation(self, id: str, replaced_text: str | None = None) -> Item:
-        """→ addressed (the agent is done; the reviewer accepts or reopens)."""
+    def address_annotation(
+        self,
+        id: str,
+        replaced_text: str | None = None,
+        *,
+        message: str | None = None,
+        deleted: bool = False,
+    ) -> Item:
+        """→ addressed (the agent is done; the reviewer accepts or reopens).
+
+        `message`: a reply (role `agent`) stored in the same transaction, so the reviewer sees the
+        reply and the badge together. `deleted`: the agent deleted the annotated text as asked; the
+        note becomes `removed` and re-anchoring leaves it be (it would find other text there).
+        """
         text = None if replaced_text is None else _replaced(replaced_text)
+        if not isinstance(deleted, bool):
+            raise ValidationError("deleted must be true or false", "deleted")
+        if deleted and text is not None:
+            raise ValidationError(
+                "replacedText and deleted exclude each other: deleted text has no replacement",
+                "deleted",
+            )
+        if message is not None:
+            _reply_text(message)
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id)
             if text is not None and (table != "annotations" or row["type"] != "text"):
                 raise NotATextAnnotation()
+            if deleted and table != "annotations":
+                raise ValidationError(
+                    f'deleted is for annotations; page note "{id}" has no text of its own',
+                    "deleted",
+                )
             _refuse_resolved(table, row, "address")
             stamp = now()
             values: dict[str, Any] = {
@@ -679,8 +804,15 @@ class Store:
             }
             if text is not None:
                 values["replaced_text"] = text
+                if row["anchor_state"] == "removed":
+                    values["anchor_state"] = "stale"  # replaced after all: locate it again
+            if deleted:
+                values.update(anchor_state="removed", anchor_score=None)
             self._update(conn, table, id, values)
+            if message is not None:
+                self._insert_reply(conn, id, "agent", message, stamp)
             self._record(conn, _kind(table), id, "addressed", row["page_url"])
+            self._settle_review(conn, row["review_id"])
             if text is None:
                 return self._load(conn, table, id)
         return self._relocated(id)
@@ -691,28 +823,58 @@ class Store:
         """Append a reply to the thread; always allowed, whatever the status."""
         if role not in ("reviewer", "agent"):
             raise ValidationError(f"role must be 'reviewer' or 'agent', got {role!r}", "role")
-        if not isinstance(message, str) or not message.strip():
-            raise EmptyReply()
-        validate.text(message, "message", validate.MAX_REPLY)
+        _reply_text(message)
         author = validate.text(author, "author", validate.MAX_AUTHOR) or None
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id)
             stamp = now()
-            self._insert(
-                conn,
-                "replies",
-                {
-                    "id": new_id("r"),
-                    "parent_id": id,
-                    "role": role,
-                    "author": author,
-                    "message": message,
-                    "created_at": stamp,
-                },
-            )
+            self._insert_reply(conn, id, role, message, stamp, author)
             self._update(conn, table, id, {"updated_at": stamp})
             self._record(conn, _kind(table), id, f"{role}_reply", row["page_url"])
             return self._load(conn, table, id)
+
+    def _insert_reply(
+        self,
+        conn: sqlite3.Connection,
+        parent: str,
+        role: str,
+        message: str,
+        stamp: str,
+        author: str | None = None,
+    ) -> None:
+        self._insert(
+            conn,
+            "replies",
+            {
+                "id": new_id("r"),
+                "parent_id": parent,
+                "role": role,
+                "author": author,
+                "message": message,
+                "created_at": stamp,
+            },
+        )
+
+    def _settle_review(self, conn: sqlite3.Connection, review_id: str | None) -> None:
+        """Mark a review `done` when none of its notes waits for the agent any more (and undone
+        when one does again, e.g. set back in progress for rework); `done` goes to the feed."""
+        if review_id is None:
+            return
+        row = conn.execute(
+            "SELECT done_at, "
+            f"EXISTS (SELECT 1 FROM annotations WHERE review_id = :id AND {WAITING}) OR "
+            f"EXISTS (SELECT 1 FROM page_notes WHERE review_id = :id AND {WAITING}) "
+            "FROM reviews WHERE id = :id",
+            {"id": review_id},
+        ).fetchone()
+        if row is None:
+            return
+        done_at, waiting = row
+        if waiting and done_at is not None:
+            conn.execute("UPDATE reviews SET done_at = NULL WHERE id = ?", (review_id,))
+        elif not waiting and done_at is None:
+            conn.execute("UPDATE reviews SET done_at = ? WHERE id = ?", (now(), review_id))
+            self._record(conn, "review", review_id, "done", None)
 
     def add_agent_reply(self, id: str, message: str) -> Item:
         """A reply with role `agent`, explaining what was done."""
@@ -729,12 +891,16 @@ class Store:
                 conn, table, id, {"status": "resolved", "resolved_at": stamp, "updated_at": stamp}
             )
             self._record(conn, _kind(table), id, "resolved", row["page_url"])
+            self._settle_review(conn, row["review_id"])
             return self._load(conn, table, id)
 
     def reopen(self, id: str, note: str | None = None) -> Item:
         """addressed/resolved → open; a follow-up note becomes a reviewer reply.
 
-        The item also leaves its review, so it travels with the next "Send to agent".
+        With a follow-up, the note goes back to the agent at once: a review of just this note, in
+        the mode of the review it came from (`edit` when none), which wakes an agent waiting in
+        `wait_for_review`. Without one, it leaves its review and travels with the next "Send to
+        agent". A removed note (its text deleted) is located again.
         """
         if note is not None:
             validate.text(note, "note", validate.MAX_REPLY)
@@ -747,32 +913,27 @@ class Store:
                     "reopened"
                 )
             stamp = now()
-            self._update(
-                conn,
-                table,
-                id,
-                {
-                    "status": "open",
-                    "in_progress_at": None,
-                    "addressed_at": None,
-                    "resolved_at": None,
-                    "review_id": None,
-                    "updated_at": stamp,
-                },
-            )
-            if note and note.strip():
-                self._insert(
-                    conn,
-                    "replies",
-                    {
-                        "id": new_id("r"),
-                        "parent_id": id,
-                        "role": "reviewer",
-                        "author": None,
-                        "message": note,
-                        "created_at": stamp,
-                    },
+            values: dict[str, Any] = {
+                "status": "open",
+                "in_progress_at": None,
+                "addressed_at": None,
+                "resolved_at": None,
+                "review_id": None,
+                "updated_at": stamp,
+            }
+            if table == "annotations" and row["anchor_state"] == "removed":
+                # Not deleted after all: the next read locates it again (source_mtime unknown).
+                values.update(anchor_state="stale", source_mtime=None)
+            follow_up = bool(note and note.strip())
+            if follow_up:
+                previous = self._row(conn, "reviews", row["review_id"] or "")
+                values["review_id"] = self._insert_review(
+                    conn, {"mode": previous["mode"] if previous else "edit", "message": ""}, stamp
                 )
+            self._update(conn, table, id, values)
+            if follow_up:
+                assert note is not None
+                self._insert_reply(conn, id, "reviewer", note, stamp)
             self._record(conn, _kind(table), id, "reopened", row["page_url"])
             return self._load(conn, table, id)
 
@@ -793,11 +954,13 @@ class Store:
         conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
         conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
         self._record(conn, _kind(table), row["id"], "deleted", row["page_url"])
+        self._settle_review(conn, row["review_id"])
 
     # -- page notes ---------------------------------------------------------------------------
 
     def add_page_note(self, data: Mapping[str, Any]) -> PageNote:
         fields = validate.page_note_input(data)
+        fields["page_url"] = self.page_url(fields["page_url"])
         stamp = now()
         row = {
             "id": new_id("p"),
@@ -825,6 +988,7 @@ class Store:
         *,
         include_resolved: bool = False,
     ) -> list[PageNote]:
+        page_url = None if page_url is None else self.page_url(page_url)
         where, params = _filters(page_url, status, include_resolved)
         sql = "SELECT * FROM page_notes"
         if where:
@@ -850,24 +1014,45 @@ class Store:
     # -- reviews ------------------------------------------------------------------------------
 
     def create_review(self, data: Mapping[str, Any] | None = None) -> Review:
-        """ "Send to agent": every unresolved note not yet sent joins this review."""
+        """ "Send to agent": `{mode, message, ids}`.
+
+        Without `ids`, every open note not yet sent joins this review (notes in progress, addressed
+        or resolved are not work to send). With `ids`, just those notes, wherever they were (the
+        overlay's "Ask agent now"); the batch is left as it is.
+        """
         fields = validate.review_input(data)
-        id = new_id("rv")
+        ids = fields.pop("ids")
+        stamp = now()
         with self._tx(write=True) as conn:
-            taken = 0
-            for table in ("annotations", "page_notes"):
-                taken += conn.execute(
-                    f"UPDATE {table} SET review_id = ? WHERE review_id IS NULL "
-                    "AND status != 'resolved'",
-                    (id,),
-                ).rowcount
-            if not taken and not fields["message"].strip():
-                raise ValidationError(
-                    "Nothing to send: no notes since the last review and no message", "message"
-                )
-            self._insert(conn, "reviews", {"id": id, **fields, "created_at": now()})
-            self._record(conn, "review", id, "created", None)
+            id = self._insert_review(conn, fields, stamp)
+            if ids is None:
+                taken = 0
+                for table in ("annotations", "page_notes"):
+                    taken += conn.execute(
+                        f"UPDATE {table} SET review_id = ? WHERE review_id IS NULL "
+                        "AND status = 'open'",
+                        (id,),
+                    ).rowcount
+                if not taken and not fields["message"].strip():
+                    raise ValidationError(
+                        "Nothing to send: no open notes since the last review and no message",
+                        "message",
+                    )
+            else:
+                for note_id in ids:
+                    table, row = self._find(conn, note_id)
+                    _refuse_resolved(table, row, "send it to the agent")
+                    conn.execute(f"UPDATE {table} SET review_id = ? WHERE id = ?", (id, note_id))
+                    self._settle_review(conn, row["review_id"])  # the review it left
             return self._review(conn, id)
+
+    def _insert_review(
+        self, conn: sqlite3.Connection, fields: Mapping[str, Any], stamp: str
+    ) -> str:
+        id = new_id("rv")
+        self._insert(conn, "reviews", {"id": id, **fields, "created_at": stamp})
+        self._record(conn, "review", id, "created", None)
+        return id
 
     def get_review(self, id: str) -> Review:
         """A review with its notes, their sources reconciled with the Markdown files."""
@@ -881,7 +1066,7 @@ class Store:
     def list_reviews(self, *, pending_only: bool = False) -> list[Review]:
         sql = "SELECT id FROM reviews"
         if pending_only:
-            sql += " WHERE picked_up_at IS NULL"
+            sql += " WHERE picked_up_at IS NULL AND done_at IS NULL"
         with self._tx(write=False) as conn:
             ids = [r[0] for r in conn.execute(sql + " ORDER BY rowid")]
             return [self._review(conn, i) for i in ids]
@@ -890,7 +1075,8 @@ class Store:
         """The oldest review no agent has picked up yet, now marked as picked up; else None."""
         with self._tx(write=True) as conn:
             row = conn.execute(
-                "SELECT id FROM reviews WHERE picked_up_at IS NULL ORDER BY rowid LIMIT 1"
+                "SELECT id FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL "
+                "ORDER BY rowid LIMIT 1"
             ).fetchone()
             if row is None:
                 return None
@@ -913,6 +1099,7 @@ class Store:
             author=row["author"],
             created_at=row["created_at"],
             picked_up_at=row["picked_up_at"],
+            done_at=row["done_at"],
             annotations=tuple(self._objects(conn, "annotations", annotations)),
             page_notes=tuple(self._objects(conn, "page_notes", notes)),
         )
@@ -931,9 +1118,10 @@ class Store:
                 _annotation(r, tuple(replies.get(r["id"], ())))
                 for r in _query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
             ]
+            rows = _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+            files = self._page_files(conn, {r["page_url"] for r in rows})
             notes = [
-                _page_note(r, tuple(replies.get(r["id"], ())))
-                for r in _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+                _page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows
             ]
         return annotations, notes
 
@@ -962,7 +1150,8 @@ class Store:
                 "SELECT id, type, page_url, coalesce(page_title, ''), note, status, intent, "
                 "suggestion, selected_text, json_extract(element_selector, '$.cssSelector'), "
                 "json_extract(element_selector, '$.outerHtmlPreview'), source_path, "
-                "source_line_start, source_line_end, anchor_state, replaced_text "
+                "source_line_start, source_line_end, anchor_state, replaced_text, "
+                "original_excerpt, source_excerpt "
                 f"FROM annotations{where} ORDER BY rowid"
             ).fetchall()
             notes = cur.execute(
@@ -990,7 +1179,7 @@ class Store:
                 "UNION SELECT page_url FROM page_notes WHERE status != 'resolved')"
             ).fetchone()[0]
             pending = conn.execute(
-                "SELECT count(*) FROM reviews WHERE picked_up_at IS NULL"
+                "SELECT count(*) FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL"
             ).fetchone()[0]
         return Summary(
             annotations={s: by_status.get(s, 0) for s in STATUSES},
@@ -1117,6 +1306,7 @@ class Store:
         for name, value in (("limit", limit), ("offset", offset)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}", name)
+        page_url = None if page_url is None else self.page_url(page_url)
         where, params = _filters(page_url, status, False)
         sql = "SELECT * FROM annotations" + (" WHERE " + " AND ".join(where) if where else "")
         return self._select(sql + " ORDER BY rowid LIMIT ? OFFSET ?", [*params, limit, offset])
@@ -1134,7 +1324,7 @@ class Store:
         while not stop.is_set():
             with self._tx(write=False) as conn:
                 pending = conn.execute(
-                    "SELECT 1 FROM reviews WHERE picked_up_at IS NULL LIMIT 1"
+                    "SELECT 1 FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL LIMIT 1"
                 ).fetchone()
             review = self.claim_review() if pending else None
             left = deadline - time.monotonic()
@@ -1175,6 +1365,13 @@ def pause_gc() -> Iterator[None]:
 
 def _kind(table: str) -> str:
     return "annotation" if table == "annotations" else "page_note"
+
+
+def _reply_text(message: Any) -> str:
+    if not isinstance(message, str) or not message.strip():
+        raise EmptyReply()
+    validate.text(message, "message", validate.MAX_REPLY)
+    return message
 
 
 def _replaced(value: Any) -> str:
@@ -1270,6 +1467,14 @@ def _annotation(r: Row, replies: tuple[Reply, ...]) -> Annotation:
             r["source_line_end"],
             r["source_excerpt"] or "",
         )
+    original = None
+    if r["original_path"]:
+        original = Source(
+            r["original_path"],
+            r["original_line_start"],
+            r["original_line_end"],
+            r["original_excerpt"] or "",
+        )
     return Annotation(
         id=r["id"],
         type=r["type"],
@@ -1285,6 +1490,7 @@ def _annotation(r: Row, replies: tuple[Reply, ...]) -> Annotation:
         replaced_text=r["replaced_text"],
         element_selector=element,
         source=source,
+        original_source=original,
         anchor_state=r["anchor_state"],
         anchor_score=r["anchor_score"],
         replies=replies,
@@ -1297,7 +1503,7 @@ def _annotation(r: Row, replies: tuple[Reply, ...]) -> Annotation:
     )
 
 
-def _page_note(r: Row, replies: tuple[Reply, ...]) -> PageNote:
+def _page_note(r: Row, replies: tuple[Reply, ...], source: str | None = None) -> PageNote:
     return PageNote(
         id=r["id"],
         page_url=r["page_url"],
@@ -1311,4 +1517,5 @@ def _page_note(r: Row, replies: tuple[Reply, ...]) -> PageNote:
         in_progress_at=r["in_progress_at"],
         addressed_at=r["addressed_at"],
         resolved_at=r["resolved_at"],
+        source=PageSource(source) if source else None,
     )

@@ -24,6 +24,7 @@ MAX_PAGE_URL = 2_048
 MAX_PAGE_TITLE = 1_000
 MAX_AUTHOR = 200
 MAX_MESSAGE = 10_000
+MAX_REVIEW_IDS = 1_000
 MAX_POSITION = 100_000_000
 ELEMENT_LIMITS = {
     "cssSelector": 2_000,
@@ -47,6 +48,7 @@ SERVER_SET = frozenset(
         "status",
         "replacedText",
         "source",
+        "originalSource",
         "anchorState",
         "anchorScore",
         "replies",
@@ -336,13 +338,28 @@ def page_note_changes(data: Any) -> dict[str, Any]:
 
 
 def review_input(data: Any) -> dict[str, Any]:
+    """`{mode, message, author, ids}`; `ids` (the notes to send, in order, once each) is None
+    when absent: the batch."""
     data = _mapping(data or {}, "review")
-    refuse_unknown(data, frozenset({"mode", "message", "author"}), "review")
+    refuse_unknown(data, frozenset({"mode", "message", "author", "ids"}), "review")
     mode = data.get("mode") or "edit"
     if mode not in REVIEW_MODES:
         raise ValidationError(f"mode must be 'edit' or 'review', got {mode!r}", "mode")
+    ids = data.get("ids")
+    if ids is not None:
+        if not isinstance(ids, list) or not ids:
+            raise ValidationError("ids must be a non-empty list of note IDs", "ids")
+        if len(ids) > MAX_REVIEW_IDS:
+            raise ValidationError(
+                f"ids lists {len(ids):,} notes; the limit is {MAX_REVIEW_IDS:,}", "ids"
+            )
+        for id in ids:
+            if not isinstance(id, str):
+                raise ValidationError("ids must be a list of note IDs (strings)", "ids")
+        ids = list(dict.fromkeys(ids))
     return {
         "mode": mode,
         "message": text(data.get("message"), "message", MAX_MESSAGE) or "",
         "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+        "ids": ids,
     }

@@ -21,10 +21,10 @@ FIXTURE = Path(__file__).parent / "fixtures" / "inline-review.json"
 def run(store: Store):  # type: ignore[no-untyped-def]
     runner = CliRunner()
 
-    def invoke(*args: str, code: int = 0) -> str:
+    def invoke(*args: str, code: int = 0, stdout: bool = False) -> str:
         result = runner.invoke(cli, [*args, "--project", str(store.project_dir)])
         assert result.exit_code == code, result.output
-        return result.output
+        return result.stdout if stdout else result.output
 
     return invoke
 
@@ -40,7 +40,7 @@ def test_list_human(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         (a.id,),
     )
     assert run("list") == (
-        "2 annotations (status=open,in_progress,addressed):\n"
+        "2 notes (status=open,in_progress,addressed):\n"
         "\n"
         f"[{a.id}] /guide/install/ docs/guide/install.md:45-47 (status=open, anchor=anchored)\n"
         '  quote: "pip install mkdocs-annotate"\n'
@@ -52,9 +52,15 @@ def test_list_human(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         '  "This screenshot is out of date."\n'
         "  0 replies\n"
     )
+    # A page with no notes says so, naming the closest pages with notes (issue #14).
     assert run("list", "--page", "/nowhere/") == (
-        "No annotations (status=open,in_progress,addressed, page=/nowhere/).\n"
+        "No notes on page /nowhere/. Pages with notes closest to it: /guide/install/.\n"
+        "No notes (status=open,in_progress,addressed, page=/nowhere/).\n"
     )
+    # Every way of writing the page's address finds it.
+    for page in ("/guide/install", "guide/install/", "/guide/install/index.html",
+                 "http://127.0.0.1:8000/guide/install/"):  # fmt: skip
+        assert run("list", "--page", page).startswith("2 notes"), page
 
 
 def test_list_filters_and_json(store: Store, run) -> None:  # type: ignore[no-untyped-def]
@@ -63,7 +69,9 @@ def test_list_filters_and_json(store: Store, run) -> None:  # type: ignore[no-un
     store.accept(b.id)
     data = json.loads(run("list", "--json"))
     assert [x["id"] for x in data] == [a.id]
-    assert data[0] == store.get_annotation(a.id).to_dict()
+    # Absent optional fields are left out (issue #14).
+    full = store.get_annotation(a.id).to_dict()
+    assert data[0] == {k: v for k, v in full.items() if v is not None and v != []}
     assert [x["id"] for x in json.loads(run("list", "--json", "--all"))] == [a.id, b.id]
     assert [x["id"] for x in json.loads(run("list", "--json", "--status", "resolved"))] == [b.id]
     assert json.loads(run("list", "--json", "--type", "element")) == []
@@ -88,7 +96,9 @@ def test_get_human(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         "replies (1):\n"
         f"  [agent {item.replies[0].created_at}] Done\n"
     )
-    assert json.loads(run("get", a.id, "--json")) == item.to_dict()
+    got = json.loads(run("get", a.id, "--json"))
+    assert got == annotate.models.lean(item.to_dict())
+    assert "author" not in got["replies"][0] and "addressedAt" not in got
 
 
 def test_agent_workflow(store: Store, run) -> None:  # type: ignore[no-untyped-def]
@@ -169,7 +179,7 @@ def test_notes(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         "  0 replies\n"
     )
     assert [x["id"] for x in json.loads(run("notes", "--json", "--page", "/guide/"))] == [n.id]
-    assert json.loads(run("notes", "--json", "--page", "/other/")) == []
+    assert json.loads(run("notes", "--json", "--page", "/other/", stdout=True)) == []
 
 
 def test_delete(store: Store, run) -> None:  # type: ignore[no-untyped-def]
@@ -186,7 +196,7 @@ def test_summary(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         "0 items waiting for the agent on 0 pages.\n"
         "annotations: 0 open, 0 in progress, 0 addressed, 0 resolved\n"
         "page notes: 0 open, 0 in progress, 0 addressed, 0 resolved\n"
-        "anchors: 0 anchored, 0 stale, 0 orphaned\n"
+        "anchors: 0 anchored, 0 stale, 0 orphaned, 0 removed\n"
     )
     a = store.add_annotation(text_note())
     store.add_page_note({"pageUrl": "/b/", "note": "x"})
@@ -196,7 +206,7 @@ def test_summary(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         "2 items waiting for the agent on 2 pages.\n"
         "annotations: 0 open, 1 in progress, 0 addressed, 0 resolved\n"
         "page notes: 1 open, 0 in progress, 0 addressed, 0 resolved\n"
-        "anchors: 1 anchored, 0 stale, 0 orphaned\n"
+        "anchors: 1 anchored, 0 stale, 0 orphaned, 0 removed\n"
         "1 review sent to the agent and not picked up yet.\n"
     )
     assert json.loads(run("summary", "--json")) == store.summary().to_dict()

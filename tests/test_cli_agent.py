@@ -60,12 +60,13 @@ def run(project: Path):  # type: ignore[no-untyped-def]
 def test_context(store: annotate.Store, run) -> None:  # type: ignore[no-untyped-def]
     a = store.add_annotation(text_note())
     assert run("context", a.id, "--lines", "2") == (
-        f"[{a.id}] /guide/install/ docs/guide/install.md:5 (status=open, anchor=anchored)\n"
-        '  quote: "pip install mkdocs-annotate"\n'
-        '  "Mention pipx as well."\n'
-        "  0 replies\n"
+        f"[{a.id}] text note on /guide/install/ — docs/guide/install.md:5 "
+        "(status: open, anchor: anchored)\n"
+        "intent: comment: do what the note says; a question gets a reply and no edit\n"
+        "note: Mention pipx as well.\n"
+        "quote: pip install mkdocs-annotate\n"
         "\n"
-        "docs/guide/install.md, lines 3-7:\n"
+        "docs/guide/install.md, lines 3-7 (> marks the note's lines):\n"
         "  3 | Some words first.\n"
         "  4 |\n"
         "> 5 | Run pip install mkdocs-annotate in a shell.\n"
@@ -73,7 +74,7 @@ def test_context(store: annotate.Store, run) -> None:  # type: ignore[no-untyped
         "  7 | ## Next\n"
     )
     data = json.loads(run("context", a.id, "--json"))
-    assert data == store.get_context(a.id).to_dict()
+    assert data == annotate.models.lean(store.get_context(a.id).to_dict())
     assert (data["firstLine"], data["lastLine"], data["lineStart"]) == (1, 9, 5)
     assert run("context", "a_nope", code=1) == 'Error: Annotation with ID "a_nope" not found\n'
     assert "--lines" in run("context", a.id, "--lines", "-1", code=2)
@@ -93,7 +94,10 @@ def test_context_warnings(project: Path, store: annotate.Store, run) -> None:  #
     )
     (project / "docs" / "guide" / "install.md").unlink()
     out = run("context", a.id)
-    assert f"[{a.id}] /guide/install/ docs/guide/install.md:5 (status=open, anchor=orphaned)" in out
+    assert (
+        f"[{a.id}] text note on /guide/install/ — docs/guide/install.md "
+        "(status: open, anchor: orphaned)" in out
+    )
     assert out.endswith(
         "warning: The Markdown file docs/guide/install.md is gone (orphaned): find where the text "
         "moved before acting, or ask the reviewer.\n"
@@ -109,12 +113,10 @@ def test_wait_takes_a_pending_review(store: annotate.Store, run) -> None:  # typ
     assert out == (
         f"Review {review.id} (edit mode, picked_up), sent {review.created_at}:\n"
         'message: "Please fix"\n' + agents.mode_instructions("edit", agents.CLI) + "\n\n"
-        f"1 note (review {review.id}):\n"
-        "\n"
-        f"[{a.id}] /guide/install/ docs/guide/install.md:5 (status=open, anchor=anchored)\n"
+        "Notes 1-1 of 1:\n"
+        f"[{a.id}] docs/guide/install.md:5 (text, comment)\n"
         '  quote: "pip install mkdocs-annotate"\n'
-        '  "Mention pipx as well."\n'
-        "  0 replies\n"
+        '  note: "Mention pipx as well."\n'
     )
     assert "`annotate start ID` → edit the Markdown" in out
     timed_out = run("wait", "--timeout", "0")
@@ -161,10 +163,14 @@ def test_reviews_and_review(store: annotate.Store, run) -> None:  # type: ignore
         '"Just a question"\n'
     )
     assert run("reviews", "--pending").startswith(f"1 review:\n[{second.id}] review mode")
-    assert [r["id"] for r in json.loads(run("reviews", "--json"))] == [first.id, second.id]
+    listed = json.loads(run("reviews", "--json"))
+    assert [(r["id"], r["notes"], r.get("waiting")) for r in listed] == [
+        (first.id, 2, 2),
+        (second.id, 0, 0),
+    ]
     out = run("review", first.id)
     assert out.startswith(f"Review {first.id} (edit mode, picked_up), sent {first.created_at}:\n")
-    assert "2 notes (review " in out and "(page note, status=open)" in out
+    assert "Notes 1-2 of 2:" in out and "(page)" in out
     assert json.loads(run("review", second.id, "--json"))["message"] == "Just a question"
     assert run("review", "rv_nope", code=1) == 'Error: Review with ID "rv_nope" not found\n'
 

@@ -77,16 +77,20 @@ class Tools:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def raw(self, name: str, **args: Any) -> tuple[bool, str]:
+    async def blocks(self, name: str, **args: Any) -> tuple[bool, list[str]]:
         result = await self.client.call_tool(name, args)
-        assert len(result.content) == 1
-        assert result.content[0].type == "text"
-        return bool(result.is_error), result.content[0].text
+        assert all(c.type == "text" for c in result.content)
+        return bool(result.is_error), [c.text for c in result.content]
+
+    async def raw(self, name: str, **args: Any) -> tuple[bool, str]:
+        is_error, texts = await self.blocks(name, **args)
+        assert len(texts) == 1, texts
+        return is_error, texts[0]
 
     async def ok(self, name: str, **args: Any) -> Any:
         is_error, text = await self.raw(name, **args)
         assert not is_error, text
-        return text if name == "get_export" else json.loads(text)
+        return text if name in ("get_export", "get_context") else json.loads(text)
 
     async def error(self, name: str, **args: Any) -> str:
         is_error, text = await self.raw(name, **args)
@@ -131,7 +135,9 @@ async def test_tool_list(project: Path) -> None:
         assert props["list_page_notes"] >= {"pageUrl"}
         assert props["get_annotation"] == {"id"}
         assert props["get_export"] == set()
-        assert props["address_annotation"] == {"id", "replacedText"}
+        # What the reference has, and issue #14's optional message and deleted.
+        assert props["address_annotation"] == {"id", "replacedText", "message", "deleted"}
+        assert listed["address_annotation"].input_schema["required"] == ["id"]
         assert props["set_in_progress"] == {"id"}
         assert props["add_agent_reply"] == {"id", "message"}
         assert props["update_annotation_target"] == {"id", "replacedText"}
@@ -176,14 +182,21 @@ async def test_list_annotations(project: Path, store: annotate.Store) -> None:
         for key in ("type", "pageUrl", "pageTitle", "note", "status", "createdAt", "updatedAt"):
             assert key in first
         assert listed[1]["elementSelector"]["cssSelector"] == "article img:nth-of-type(2)"
-        assert listed[1]["source"] is None
+        # Absent optional fields are left out, as the reference does (issue #14).
+        assert "source" not in listed[1] and "replies" not in listed[1]
+        assert "addressedAt" not in first and "suggestion" not in first
         assert [x["id"] for x in await t.ok("list_annotations", pageUrl="/")] == []
         assert [x["id"] for x in await t.ok("list_annotations", status="addressed")] == [e.id]
         assert [x["id"] for x in await t.ok("list_annotations", status="resolved")] == [h.id]
         every = await t.ok("list_annotations", status="all")
         assert [x["id"] for x in every] == [a.id, e.id, h.id]
         assert every[2]["source"]["path"] == "docs/index.md"
-        assert await t.ok("list_annotations", pageUrl="/nowhere/") == []
+        # A page with no notes at all says so, naming the closest pages with notes.
+        is_error, texts = await t.blocks("list_annotations", pageUrl="/guide/instal/")
+        assert not is_error and json.loads(texts[0]) == []
+        assert texts[1] == (
+            "No notes on page /guide/instal/. Pages with notes closest to it: /guide/install/, /."
+        )
         message = await t.error("list_annotations", status="done")
         assert "status" in message
 
@@ -259,7 +272,7 @@ async def test_summary(project: Path, store: annotate.Store) -> None:
         s = await t.ok("summary")
         assert s["annotations"] == {"open": 1, "in_progress": 0, "addressed": 1, "resolved": 0}
         assert s["pageNotes"]["open"] == 1
-        assert s["anchorStates"] == {"anchored": 1, "stale": 0, "orphaned": 0}
+        assert s["anchorStates"] == {"anchored": 1, "stale": 0, "orphaned": 0, "removed": 0}
         assert s["pages"] == 2
         assert s["pendingReviews"] == 1
         assert s["openItems"] == 2
@@ -419,7 +432,7 @@ async def test_out_of_order_calls(project: Path, store: annotate.Store) -> None:
         assert (await t.ok("address_annotation", id=a.id))["status"] == "addressed"
         # Starting again after addressing is rework.
         rework = await t.ok("set_in_progress", id=a.id)
-        assert rework["status"] == "in_progress" and rework["addressedAt"] is None
+        assert rework["status"] == "in_progress" and "addressedAt" not in rework
         # Anything but a reply on a resolved note is refused, naming the state and the way out.
         store.accept(b.id)
         refused = {
@@ -443,25 +456,33 @@ async def test_out_of_order_calls(project: Path, store: annotate.Store) -> None:
 
 
 async def test_get_context(project: Path, store: annotate.Store) -> None:
-    a = store.add_annotation(text_note())
+    a = store.add_annotation(
+        text_note(intent="replace", suggestion="pipx install mkdocs-annotate", note="")
+    )
+    store.add_reply(a.id, "Or both?")
     async with tools(project) as t:
+        # Plain text, not JSON-escaped Markdown; intent and suggestion beside the lines (#14).
         got = await t.ok("get_context", id=a.id, lines=2)
-        assert got["annotation"]["id"] == a.id
-        assert (got["path"], got["lineStart"], got["lineEnd"]) == ("docs/guide/install.md", 5, 5)
-        assert (got["firstLine"], got["lastLine"]) == (3, 7)
-        assert got["context"] == (
+        assert got == (
+            f"[{a.id}] text note on /guide/install/ — docs/guide/install.md:5 "
+            "(status: open, anchor: anchored)\n"
+            "intent: replace: put the suggestion in place of the quoted text\n"
+            "note: (none)\n"
+            "suggestion: pipx install mkdocs-annotate\n"
+            "quote: pip install mkdocs-annotate\n"
+            "reply (reviewer): Or both?\n"
+            "\n"
+            "docs/guide/install.md, lines 3-7 (> marks the note's lines):\n"
             "  3 | Some words first.\n"
             "  4 |\n"
             "> 5 | Run pip install mkdocs-annotate in a shell.\n"
             "  6 |\n"
             "  7 | ## Next"
         )
-        assert got["warning"] is None
         default = await t.ok("get_context", id=a.id)  # 10 lines: the whole small file
-        assert (default["firstLine"], default["lastLine"]) == (1, 9)
-        assert default["context"].startswith("  1 | # Install\n")
-        assert (await t.ok("get_context", id=a.id, lines=0))["context"] == (
-            "> 5 | Run pip install mkdocs-annotate in a shell."
+        assert "lines 1-9 (" in default and "  1 | # Install\n" in default
+        assert (await t.ok("get_context", id=a.id, lines=0)).endswith(
+            ":\n> 5 | Run pip install mkdocs-annotate in a shell."
         )
         assert await t.error("get_context", id="a_nope") == 'Annotation with ID "a_nope" not found'
         assert "lines" in await t.error("get_context", id=a.id, lines=-1)
@@ -474,23 +495,24 @@ async def test_get_context_cautions(project: Path, store: annotate.Store) -> Non
     md = project / "docs" / "guide" / "install.md"
     async with tools(project) as t:
         element = await t.ok("get_context", id=e.id, lines=1)
-        assert element["path"] == "docs/guide/install.md" and element["lineStart"] is None
-        assert element["context"] == "  1 | # Install\n  2 |\n  3 | Some words first."
-        assert "article img:nth-of-type(2)" in element["warning"]
+        assert element.startswith(
+            f"[{e.id}] element note on /guide/install/ — docs/guide/install.md ("
+        )
+        assert element.endswith("lines 1-3:\n  1 | # Install\n  2 |\n  3 | Some words first.")
+        assert "warning: An element annotation points at the rendered page" in element
+        assert "article img:nth-of-type(2)" in element
         page = await t.ok("get_context", id=n.id, lines=0)
-        assert page["context"] == "  1 | # Install"
-        assert "whole page" in page["warning"]
+        assert page.endswith("  1 | # Install") and "whole page" in page
+        assert "intent:" not in page
         # Rewritten beyond recognition: stale, shown where it was last seen.
         md.write_text(md.read_text().replace("Run pip install mkdocs-annotate in a shell.", "Zz."))
         stale = await t.ok("get_context", id=a.id, lines=0)
-        assert stale["annotation"]["anchorState"] == "stale"
-        assert stale["context"] == "> 5 | Zz."
-        assert "stale" in stale["warning"]
+        assert "anchor: stale" in stale and stale.endswith("> 5 | Zz.")
+        assert "warning: The annotated text was rewritten" in stale
         md.unlink()
         orphaned = await t.ok("get_context", id=a.id)
-        assert orphaned["annotation"]["anchorState"] == "orphaned"
-        assert orphaned["context"] == "" and orphaned["lastLine"] is None
-        assert "docs/guide/install.md is gone (orphaned)" in orphaned["warning"]
+        assert "anchor: orphaned" in orphaned and " | " not in orphaned
+        assert "docs/guide/install.md is gone (orphaned)" in orphaned
 
 
 # -- reviews ------------------------------------------------------------------------------------
@@ -512,9 +534,18 @@ async def test_wait_for_review_returns_a_pending_review_at_once(
             "What do you think?",
         )
         assert review["status"] == "picked_up"
-        assert [x["id"] for x in review["annotations"]] == [a.id]
-        assert review["annotations"][0]["source"]["path"] == "docs/guide/install.md"
-        assert review["annotations"][0]["anchorState"] == "anchored"
+        # Compact: per note what it asks and where (issue #14).
+        assert review["notes"] == [
+            {
+                "id": a.id,
+                "kind": "text",
+                "intent": "comment",
+                "note": "Mention pipx as well.",
+                "at": "docs/guide/install.md:5",
+                "quote": "pip install mkdocs-annotate",
+            }
+        ]
+        assert review["total"] == 1 and "next" not in review
         assert got["instructions"].startswith("Review mode:")
         assert "Edit no file" in got["instructions"]
         # Claimed: nobody gets it twice.
@@ -522,7 +553,18 @@ async def test_wait_for_review_returns_a_pending_review_at_once(
         assert again["review"] is None
         assert again["instructions"].startswith("No review yet")
         assert (await t.ok("list_reviews", pendingOnly=True)) == []
-        assert [r["id"] for r in await t.ok("list_reviews")] == [sent.id]
+        assert await t.ok("list_reviews") == [
+            {
+                "id": sent.id,
+                "mode": "review",
+                "message": "What do you think?",
+                "status": "picked_up",
+                "createdAt": sent.created_at,
+                "pickedUpAt": store.get_review(sent.id).picked_up_at,
+                "notes": 1,
+                "waiting": 1,
+            }
+        ]
         assert (await t.ok("get_review", id=sent.id))["mode"] == "review"
         assert await t.error("get_review", id="rv_nope") == 'Review with ID "rv_nope" not found'
 
@@ -547,7 +589,7 @@ async def test_wait_for_review_blocks_until_sent(project: Path, store: annotate.
         assert woke - started >= 0.6
         assert woke - sent_at[0] < 1.0
         assert got["review"]["mode"] == "edit"
-        assert [x["id"] for x in got["review"]["annotations"]] == [a.id]
+        assert [x["id"] for x in got["review"]["notes"]] == [a.id]
         assert got["instructions"].startswith("Edit mode:")
         assert "set_in_progress → edit the Markdown" in got["instructions"]
 

@@ -44,7 +44,7 @@ def test_add_text_annotation_round_trips(store: Store) -> None:
     assert list(d) == [
         "id", "type", "pageUrl", "pageTitle", "note", "status", "intent", "suggestion",
         "selectedText", "quote", "position", "replacedText", "elementSelector", "source",
-        "anchorState", "anchorScore", "replies", "author", "createdAt", "updatedAt",
+        "originalSource", "anchorState", "anchorScore", "replies", "author", "createdAt", "updatedAt",
         "inProgressAt", "addressedAt", "resolvedAt",
     ]  # fmt: skip
     assert d["quote"] == {
@@ -228,7 +228,7 @@ def test_reopened_note_joins_the_next_review(store: Store) -> None:
     a = store.add_annotation(text_note())
     store.create_review({"mode": "edit"})
     store.address_annotation(a.id)
-    store.reopen(a.id, "Not quite: mention pipx first.")
+    store.reopen(a.id)  # no follow-up: back to the batch
     r = store.create_review({"mode": "edit"})
     assert [x.id for x in r.annotations] == [a.id]
 
@@ -243,7 +243,7 @@ def test_summary(store: Store) -> None:
     s = store.summary()
     assert s.annotations == {"open": 1, "in_progress": 1, "addressed": 0, "resolved": 1}
     assert s.page_notes == {"open": 1, "in_progress": 0, "addressed": 0, "resolved": 0}
-    assert s.anchor_states == {"anchored": 2, "stale": 0, "orphaned": 0}
+    assert s.anchor_states == {"anchored": 2, "stale": 0, "orphaned": 0, "removed": 0}
     assert s.pages == 3
     assert s.open_items == 3
     assert s.to_dict()["pendingReviews"] == 0

@@ -530,7 +530,7 @@ def test_summary(client: TestClient, store: Store) -> None:
         ("type=image", "type"),
         ("anchorState=lost", "anchorState"),
         ("includeResolved=maybe", "includeResolved"),
-        ("page=guide", "page"),
+        ("page=/guide/../secret/", "page"),
         ("pageUrl=/guide/", "Unknown query parameter 'pageUrl'"),
     ],
 )

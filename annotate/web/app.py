@@ -97,8 +97,8 @@ def _allow(request: Request, *names: str) -> None:
 
 
 def _page(request: Request) -> str | None:
-    value = request.query_params.get("page")
-    return None if value is None else validate.page_url(value, "page")
+    # Any way of writing the page (`/guide`, a full URL, …): the store brings it to its form.
+    return request.query_params.get("page")
 
 
 def _bool(request: Request, name: str, default: bool = False) -> bool:
@@ -234,14 +234,15 @@ class Api:
     async def status(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        _fields(data, ("action", "replacedText", "note"), "status change")
+        _fields(data, ("action", "replacedText", "note", "message", "deleted"), "status change")
         action = data.get("action")
         if action not in STATUS_ACTIONS:
             raise ValidationError(
                 f"action must be one of {', '.join(STATUS_ACTIONS)}, got {action!r}", "action"
             )
-        if "replacedText" in data and action != "address":
-            raise ValidationError("replacedText is only used with action 'address'", "replacedText")
+        for name in ("replacedText", "message", "deleted"):
+            if name in data and action != "address":
+                raise ValidationError(f"{name} is only used with action 'address'", name)
         if "note" in data and action != "reopen":
             raise ValidationError("note is only used with action 'reopen'", "note")
         id = request.path_params["id"]
@@ -251,7 +252,12 @@ class Api:
             if action == "start":
                 return self.store.set_in_progress(id)
             if action == "address":
-                return self.store.address_annotation(id, data.get("replacedText"))
+                return self.store.address_annotation(
+                    id,
+                    data.get("replacedText"),
+                    message=data.get("message"),
+                    deleted=data.get("deleted", False),
+                )
             if action == "accept":
                 return self.store.accept(id)
             return self.store.reopen(id, data.get("note"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import validation as v
-from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, STATUSES
+from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STATUSES
 
 __all__ = ["openapi"]
 
@@ -189,6 +189,7 @@ def _schemas() -> dict[str, Any]:
         "replacedText": nullable_string,
         "elementSelector": _nullable(_ref("ElementSelector")),
         "source": _nullable(_ref("Source")),
+        "originalSource": _nullable(_ref("Source")),
         "anchorState": {"type": "string", "enum": list(ANCHOR_STATES)},
         "anchorScore": _nullable({"type": "number"}),
         "replies": {"type": "array", "items": _ref("Reply")},
@@ -201,6 +202,7 @@ def _schemas() -> dict[str, Any]:
         "pageTitle": string,
         "note": string,
         "status": status,
+        "source": _nullable(_object({"path": string}, ["path"])),
         "replies": {"type": "array", "items": _ref("Reply")},
         "author": nullable_string,
         **lifecycle,
@@ -299,24 +301,29 @@ def _schemas() -> dict[str, Any]:
             {
                 "action": {"type": "string", "enum": ["start", "address", "accept", "reopen"]},
                 "replacedText": _nullable(_string(v.MAX_SELECTED_TEXT)),
+                "message": _nullable(_string(v.MAX_REPLY, minLength=1)),
+                "deleted": {"type": "boolean"},
                 "note": _nullable(_string(v.MAX_REPLY)),
             },
             ["action"],
         )
         | {
             "description": "`start` → set_in_progress, `address` → address_annotation (with "
-            "optional `replacedText`), `accept`, `reopen` (with an optional follow-up `note`, "
-            "added as a reviewer reply)."
+            "optional `replacedText`, `message`: an agent reply stored with the status, "
+            "`deleted`: the text was deleted as asked), `accept`, `reopen` (with an optional "
+            "follow-up `note`, added as a reviewer reply; it sends the note back to the agent "
+            "at once)."
         },
         "Review": _object(
             {
                 "id": string,
                 "mode": {"type": "string", "enum": list(REVIEW_MODES)},
                 "message": string,
-                "status": {"type": "string", "enum": ["pending", "picked_up"]},
+                "status": {"type": "string", "enum": list(REVIEW_STATUSES)},
                 "author": nullable_string,
                 "createdAt": timestamp,
                 "pickedUpAt": _nullable(timestamp),
+                "doneAt": _nullable(timestamp),
                 "annotations": {"type": "array", "items": _ref("Annotation")},
                 "pageNotes": {"type": "array", "items": _ref("PageNote")},
             },
@@ -328,6 +335,7 @@ def _schemas() -> dict[str, Any]:
                 "author",
                 "createdAt",
                 "pickedUpAt",
+                "doneAt",
                 "annotations",
                 "pageNotes",
             ],
@@ -337,8 +345,20 @@ def _schemas() -> dict[str, Any]:
                 "mode": _nullable({"type": "string", "enum": list(REVIEW_MODES)}),
                 "message": _nullable(_string(v.MAX_MESSAGE)),
                 "author": _nullable(_string(v.MAX_AUTHOR)),
+                "ids": _nullable(
+                    {
+                        "type": "array",
+                        "items": string,
+                        "minItems": 1,
+                        "maxItems": v.MAX_REVIEW_IDS,
+                    }
+                ),
             }
-        ),
+        )
+        | {
+            "description": "Send to agent. Without `ids`: every open note not sent yet. With "
+            "`ids`: just those notes (Ask agent now), the batch left as it is."
+        },
         "AnchorInput": _object(
             {
                 "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
@@ -545,9 +565,9 @@ def _paths() -> dict[str, Any]:
                 ],
             ),
             "post": _op(
-                "Send to agent: every unresolved note not sent yet joins a new review",
+                "Send to agent: every open note not sent yet, or the notes `ids`, in a new review",
                 {201: review},
-                WRITE_ERRORS,
+                (*WRITE_ERRORS, 404, 409),
                 body=_body(_ref("ReviewInput")),
             ),
         },
