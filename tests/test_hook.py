@@ -103,7 +103,7 @@ def test_blocks_with_the_notes_left(project: Path, store: annotate.Store) -> Non
             [
                 f'- {note} (replace, in progress) docs/guide/install.md:3 "pip install '
                 'mkdocs-annotate": Use pipx. (suggestion: "pipx install mkdocs-annotate")',
-                f"- {page} (page note) /guide/install/: Add a section on uv.",
+                f"- {page} (page note) docs/guide/install.md: Add a section on uv.",
             ],
             1,
         ),
@@ -112,7 +112,7 @@ def test_blocks_with_the_notes_left(project: Path, store: annotate.Store) -> Non
     # Addressed and resolved notes are done; what is left is listed.
     store.address_annotation(note)
     assert blocked(run(project, active=True))["reason"] == reason(
-        review, [f"- {page} (page note) /guide/install/: Add a section on uv."], 2
+        review, [f"- {page} (page note) docs/guide/install.md: Add a section on uv."], 2
     )
     store.accept(page)
     assert run(project, active=True) == ""  # nothing left: the agent may stop
