@@ -24,6 +24,9 @@ from .errors import (
     StoreBusyError,
     StoreCorruptError,
     StoreError,
+    StoreFullError,
+    StoreGoneError,
+    StoreReadOnlyError,
     ValidationError,
 )
 from .models import (
@@ -65,6 +68,9 @@ __all__ = [
     "StoreBusyError",
     "StoreCorruptError",
     "StoreError",
+    "StoreFullError",
+    "StoreGoneError",
+    "StoreReadOnlyError",
     "Summary",
     "TextPosition",
     "TextQuote",
