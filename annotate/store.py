@@ -128,6 +128,10 @@ def _apply_migrations(conn: sqlite3.Connection, version: int) -> None:
         )
 
 
+def _notes(n: int) -> str:
+    return f"{n} note" if n == 1 else f"{n} notes"
+
+
 def _note_count(conn: sqlite3.Connection) -> int:
     try:
         return sum(
@@ -452,13 +456,13 @@ class Store:
         what = "was deleted" if deleted else "was replaced by another file"
         if copied is None:
             how = (
-                f"it holds notes of its own, so it is used as it is (the {held} notes of the "
-                "file it replaced are not in it)"
+                f"it holds notes of its own, so it is used as it is (the {_notes(held)} of the "
+                f"file it replaced {'is' if held == 1 else 'are'} not in it)"
             )
             if deleted or old is None:
                 how = "nothing was left to restore"
         else:
-            how = f"{copied} notes this process still held were written into the new file"
+            how = f"the {_notes(copied)} this process still held were written into the new file"
         log.warning("%s %s while in use; %s", self.path, what, how)
         return conn
 
