@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,6 +137,45 @@ def test_a_store_replaced_by_one_with_notes_is_used_as_it_is(
         "it holds notes of its own, so it is used as it is (the 1 note of the file it replaced "
         "is not in it)"
     )
+
+
+def test_two_processes_holding_the_deleted_file_restore_it_once(tmp_path: Path) -> None:
+    # The dev server and the MCP server both had the store open; each writes after the delete.
+    first = annotate.open(tmp_path)
+    first.add_page_note(note("shared"))
+    code = (
+        "import sys, annotate\n"
+        "s = annotate.open(sys.argv[1]); s.list_page_notes()\n"
+        "sys.stdin.readline()\n"  # wait until the folder is gone
+        "s.add_page_note({'pageUrl': '/guide/', 'note': 'from the other'})\n"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdin=subprocess.PIPE, text=True
+    )
+    try:
+        # Wait until the other process has the file open.
+        deadline = 200
+        while deadline and not _holds(other.pid, tmp_path / ".annotate" / "annotations.db"):
+            deadline -= 1
+            time.sleep(0.05)
+        assert deadline, "the other process never opened the store"
+        shutil.rmtree(tmp_path / ".annotate")
+        first.add_page_note(note("from the first"))
+        assert other.communicate("go\n", timeout=30) == (None, None)
+    finally:
+        if other.poll() is None:
+            other.kill()
+    assert other.returncode == 0
+    assert sorted(on_disk(tmp_path)) == ["from the first", "from the other", "shared"]
+
+
+def _holds(pid: int, path: Path) -> bool:
+    try:
+        return any(
+            os.readlink(f"/proc/{pid}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{pid}/fd")
+        )
+    except OSError:
+        return False
 
 
 def test_a_deleted_project_is_refused_not_recreated(
@@ -332,3 +372,25 @@ def test_a_read_only_file_is_read_and_not_written(read_only_file: Path) -> None:
     store.close()
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
     assert [n.replies for n in annotate.open(project).list_page_notes()] == [()]
+
+
+def test_git_clean_under_mkdocs_serve_loses_nothing(tmp_path: Path) -> None:
+    """Issue #17's reproduction, through the plugin on a real `mkdocs serve`."""
+    from .test_plugin_serve import FIXTURE, DevServer
+
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURE, project)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    server = DevServer(project)
+    try:
+        with server.api() as api:
+            for i in range(3):
+                assert api.post("page-notes", json=note(f"before {i}")).status_code == 201
+            git_clean(project)
+            for i in range(5):
+                r = api.post("page-notes", json=note(f"after {i}"))  # the page's old token
+                assert r.status_code == 201, r.text
+        server.wait_for("was deleted while in use; the 3 notes this process still held")
+    finally:
+        assert server.stop() == 0
+    assert on_disk(project) == [f"before {i}" for i in range(3)] + [f"after {i}" for i in range(5)]
