@@ -115,6 +115,8 @@ class _Connection(sqlite3.Connection):
     """A plain connection that a `weakref.WeakSet` can hold (sqlite3.Connection cannot be weakly
     referenced): the store keeps track of its open connections without keeping them alive."""
 
+    pid: int  # the process that opened it
+
 
 def _apply_migrations(conn: sqlite3.Connection, version: int) -> None:
     """Bring the database from `version` to LATEST, inside the caller's write transaction."""
@@ -303,6 +305,7 @@ class Store:
             if not (_read_only_fs(self.path) and not Path(f"{self.path}-wal").exists()):
                 raise
             conn = self._configure(uri + "?mode=ro&immutable=1")
+        conn.pid = os.getpid()
         self._connections.add(conn)
         return conn
 
@@ -471,8 +474,8 @@ class Store:
         mine = getattr(self._local, "conn", None)
         candidates = [mine, *self._connections]
         for conn in candidates:
-            if conn is None:
-                continue
+            if conn is None or getattr(conn, "pid", None) != os.getpid():
+                continue  # a connection made before a fork belongs to the parent
             if conn.in_transaction:
                 continue  # another thread's, in use
             try:
