@@ -25,6 +25,9 @@ from .errors import (
     StoreBusyError,
     StoreCorruptError,
     StoreError,
+    StoreFullError,
+    StoreGoneError,
+    StoreReadOnlyError,
     ValidationError,
 )
 from .models import (
@@ -67,6 +70,9 @@ __all__ = [
     "StoreBusyError",
     "StoreCorruptError",
     "StoreError",
+    "StoreFullError",
+    "StoreGoneError",
+    "StoreReadOnlyError",
     "Summary",
     "TextPosition",
     "TextQuote",

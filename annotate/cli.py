@@ -32,6 +32,7 @@ from .models import (
     lean_item,
 )
 from .project import find_project
+from .visible import visible, visible_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,10 +52,12 @@ class Ctx:
         return store_module.open(self.project)
 
     def emit(self, data: Any, human: Callable[[], str]) -> None:
+        # Notes come from browsers and agents: a terminal escape in one must show, not act
+        # (issue #17).
         if self.as_json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            click.echo(visible_json(json.dumps(data, indent=2, ensure_ascii=False)))
         else:
-            click.echo(human())
+            click.echo(visible(human()))
 
 
 project_option = click.option(
@@ -92,7 +95,8 @@ def command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
 
 
 def _fail(message: str) -> int:
-    click.echo(f"Error: {message}", err=True)
+    # One line, whatever the message quotes.
+    click.echo(f"Error: {visible(message, keep='')}", err=True)
     return 1
 
 
@@ -472,7 +476,8 @@ def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         click.echo(f"Wrote {fmt} export to {output}", err=True)
     else:
-        click.echo(text.rstrip("\n"))
+        text = text.rstrip("\n")
+        click.echo(visible(text) if fmt == "markdown" else visible_json(text))
 
 
 @command(cli, "import")

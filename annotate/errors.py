@@ -24,6 +24,9 @@ __all__ = [
     "StoreBusyError",
     "StoreCorruptError",
     "StoreError",
+    "StoreFullError",
+    "StoreGoneError",
+    "StoreReadOnlyError",
     "ValidationError",
 ]
 
@@ -35,6 +38,9 @@ class AnnotateError(Exception):
     http_status = 400
 
     def __init__(self, message: str) -> None:
+        # A message may quote what it refuses; a lone surrogate in it could not be written as UTF-8
+        # by the CLI, the web app or the MCP stdio transport (issue #17), so it is spelled `\udc80`.
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
         super().__init__(message)
         self.message = message
 
@@ -156,4 +162,37 @@ class StoreBusyError(StoreError):
 
     def __init__(self, path: str) -> None:
         super().__init__(f"{path} is busy (another process is writing); try again")
+        self.path = path
+
+
+class StoreFullError(StoreError):
+    """The disk (or the file system holding the store) has no space left; nothing was written."""
+
+    code = "store_full"
+    http_status = 507
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} cannot be written: no space left on the device")
+        self.path = path
+
+
+class StoreReadOnlyError(StoreError):
+    """The file or its file system is read-only: reads work, writes are refused."""
+
+    code = "store_read_only"
+    http_status = 503
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path} cannot be written: {detail}")
+        self.path = path
+
+
+class StoreGoneError(StoreError):
+    """The store file vanished while open and could not be recreated where it was."""
+
+    code = "store_gone"
+    http_status = 503
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path} was deleted while in use and cannot be recreated ({detail})")
         self.path = path

@@ -3,6 +3,11 @@
 The Markdown follows astro-inline-review's clipboard export (its marks `🔧 [Addressed]` and
 `⏳ [In Progress]`, replies inline with their role) and adds what an agent needs to act: the id,
 the intent and suggestion, and the Markdown `path:lines` when known.
+
+Agents act on this text, so no user string in it may pass for the export's own structure (issue
+#17): each is escaped so that it opens no heading, list item, quote, fence, emphasis, code span,
+link or HTML; code-like strings sit in code spans longer than any backtick run they hold; control
+characters are shown as escapes (annotate/visible.py).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from .diff import change
 from .errors import ValidationError
 from .models import Annotation, PageNote, Review
 from .store import pause_gc
+from .visible import HIDDEN, visible
 
 if TYPE_CHECKING:
     from .store import Store
@@ -42,8 +48,18 @@ ANCHOR_MARKS = {
     "removed": "🗑️ [Removed: the text was deleted as the note asked]",
 }
 ROLE_LABELS = {"reviewer": "Reviewer", "agent": "Agent"}
-# Every character str.splitlines() splits on.
-LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Inline: a backslash that would escape what follows it, and the characters that open emphasis,
+# code spans, links, images, autolinks and raw HTML. `_` only where it can open or close
+# emphasis (never inside a word, so snake_case stays as it is).
+INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~]|$)|[`*\[\]<]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+QUOTED = re.compile(r"\\(?=[!-/:-@\[-`{-~]|$)|[`*\[\]<\"]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# A line that starts like a block: heading, list item, quote, fence, setext underline, thematic
+# break, table row, definition.
+BLOCK_START = re.compile(r"^(\s*)([#+\-=>|~:]|\d+(?=[.)]))")
+# Whether a printable string needs escaping inline (anything not printable takes the slow path:
+# `str.isprintable()` is False for every HIDDEN character and every line break).
+INLINE_CHARS = re.compile(r"[\\`*_\[\]<]")
+QUOTED_CHARS = re.compile(r'[\\`*_\[\]<"]')
 
 
 def render(store: Store, format: str, *, include_resolved: bool | None = None) -> str:
@@ -126,11 +142,12 @@ def _markdown(
         return "\n".join(lines) + "\n"
     no_replies: list[tuple[str, str]] = []
     for url, (title, page_notes, page_annotations) in pages.items():
-        lines += ["---", "", f"## {url}" + (f" — {title}" if title else ""), ""]
+        title = f" — {_inline(_one_line(title))}" if title else ""
+        lines += ["---", "", f"## {_inline(url)}{title}", ""]
         if page_notes:
             lines.append("### Page notes")
             for id, _, _, note, status in page_notes:
-                lines.append(f"- {_one_line(note)}{_status(status)} (id: `{id}`)")
+                lines.append(f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)")
                 lines += _block(note, "  ", skip_first=True)
                 lines += _replies(replies.get(id, no_replies), "  ")
             lines.append("")
@@ -146,15 +163,14 @@ def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> lis
     (id, type, _, _, note, status, intent, suggestion, selected, css, preview, path, start, end,
      anchor_state, replaced, original, current) = a  # fmt: skip
     if type == "text":
-        head = f'{i}. **"{_one_line(selected or "")}"**'
+        head = f'{i}. **"{_inline(_one_line(selected or ""), quoted=True)}"**'
     else:
-        css = (css or "").replace("`", "\\`")
-        preview = _one_line(preview or "").replace("`", "\\`")
-        head = f"{i}. Element **`{css}`**" + (f" (`{preview}`)" if preview else "")
+        head = f"{i}. Element **{_code(css or '')}**"
+        head += f" ({_code(_one_line(preview))})" if preview else ""
     head += _status(status)
     if path:
         # Source.lines: `path:12` or `path:12-14`.
-        head += f" — `{path}:{start}`" if start == end else f" — `{path}:{start}-{end}`"
+        head += f" — {_code(f'{path}:{start}' if start == end else f'{path}:{start}-{end}')}"
     head += f" (id: `{id}`)"
     out = [head]
     if anchor_state in ANCHOR_MARKS:
@@ -167,7 +183,7 @@ def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> lis
         out.append(f"   Suggestion ({verb}):")
         out += _block(suggestion or "", "   ", quote=False, fence=True)
     if replaced:
-        out.append(f'   Replaced by: "{_one_line(replaced)}"')
+        out.append(f'   Replaced by: "{_inline(_one_line(replaced), quoted=True)}"')
     diff = change(status, anchor_state, original, current)
     if diff:
         out.append("   Change in the Markdown (`[-removed-]{+added+}`):")
@@ -187,38 +203,79 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _inline(text: str, quoted: bool = False) -> str:
+    """One line of user text inside a line of ours: it opens no inline structure. `quoted`: it
+    sits between our double quotes, which it cannot close either."""
+    if text.isprintable() and not (QUOTED_CHARS if quoted else INLINE_CHARS).search(text):
+        return text  # the common case, in two C-speed scans
+    text = (QUOTED if quoted else INLINE).sub(lambda m: "\\" + m[0], text)
+    return visible(text) if HIDDEN.search(text) else text
+
+
+def _line(text: str) -> str:
+    """A line of user text that starts a line (after our indent or quote mark): it opens no
+    block either."""
+    text = _inline(text)
+    first = text[:1]
+    if first and (first in "#+-=>|~:" or first.isspace() or first.isdigit()):
+        return BLOCK_START.sub(_neutral_start, text, count=1)
+    return text
+
+
+def _neutral_start(m: re.Match[str]) -> str:
+    # `1.` becomes `1\.`, `#` becomes `\#`: read as text, not as a list item or heading.
+    space, mark = m[1], m[2]
+    return f"{space}{mark}\\" if mark[0].isdigit() else f"{space}\\{mark}"
+
+
+def _code(text: str) -> str:
+    """A code span holding `text` (one line) whole: its fence is longer than any run of
+    backticks inside, so nothing in it can close it (CommonMark 6.1)."""
+    if text.isprintable() and "`" not in text:
+        return f"`{text}`"  # the common path or selector
+    text = _one_line(text, limit=len(text) + 1)
+    text = visible(text) if HIDDEN.search(text) else text
+    ticks = "`"
+    while ticks in text:
+        ticks += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
 def _block(
     text: str, indent: str, *, quote: bool = True, fence: bool = False, skip_first: bool = False
 ) -> list[str]:
     if not text:
         return []
-    if not fence and not skip_first and not LINE_BREAK.search(text):
+    if not fence and not skip_first and text.isprintable():
         # The common one-line note, without the general path's list building.
-        return [f"{indent}{'> ' if quote else ''}{text}".rstrip()]
+        return [f"{indent}{'> ' if quote else ''}{_line(text)}".rstrip()]
     rows = text.splitlines() or [""]
     if skip_first:
         rows = rows[1:]
         if not rows:
             return []
     if fence:
+        # Inside a fence nothing is Markdown, and no line of the text can close it.
         ticks = "```"
         while ticks in text:
             ticks += "`"
+        rows = [visible(r) for r in rows]
         return [f"{indent}{ticks}", *(f"{indent}{r}" for r in rows), f"{indent}{ticks}"]
     mark = "> " if quote else ""
-    return [f"{indent}{mark}{r}".rstrip() for r in rows]
+    return [f"{indent}{mark}{_line(r)}".rstrip() for r in rows]
 
 
 def _replies(replies: Iterable[tuple[str, str]], indent: str) -> list[str]:
     out: list[str] = []
     for role, message in replies:
         label = ROLE_LABELS.get(role, role)
-        if not LINE_BREAK.search(message):
-            out.append(f"{indent}> **{label}:** {message}".rstrip())
+        if message.isprintable():
+            out.append(f"{indent}> **{label}:** {_inline(message)}".rstrip())
             continue
         first, *rest = message.splitlines() or [""]
-        out.append(f"{indent}> **{label}:** {first}".rstrip())
-        out += [f"{indent}> {line}".rstrip() for line in rest]
+        out.append(f"{indent}> **{label}:** {_inline(first)}".rstrip())
+        out += [f"{indent}> {_line(line)}".rstrip() for line in rest]
     return out
 
 

@@ -12,16 +12,22 @@ arguments get the SDK's validation message. Nothing but protocol goes to stdout.
 from __future__ import annotations
 
 import functools
+import io
+import json
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
 import anyio.to_thread
+import mcp_types
 import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -38,9 +44,10 @@ from .agents import (
     review_walkthrough,
 )
 from .context import DEFAULT_LINES, MAX_LINES
-from .errors import AnnotateError
+from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
 from .models import Annotation, PageNote, Review, lean_item
+from .validation import SURROGATE, refuse_surrogates
 
 __all__ = ["PROMPTS", "TOOLS", "build_server", "run"]
 
@@ -492,4 +499,84 @@ def _hint(
 
 def run(project: str | Path | None = None, db: str | Path | None = None) -> None:
     """Serve the MCP tools over stdio until the client closes the connection."""
-    build_server(project, db).run("stdio")
+    anyio.run(_serve_stdio, build_server(project, db))
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    # As MCPServer.run_stdio_async, with stdin read through _Stdin.
+    stdin = _Stdin(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        stdin.reply = write_stream.send
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+class _Stdin:
+    """The lines of stdin for the SDK's stdio transport, less the requests it could not answer.
+
+    JSON allows a lone surrogate escape (`"\\ud800"`); the SDK's parser refuses such a line and
+    drops it without a word, so the agent waited until its own timeout (issue #17). Such a
+    request is answered here with the library's validation message: a tool call as an `isError`
+    result, any other request as a JSON-RPC "invalid params" error.
+    """
+
+    def __init__(self, lines: io.TextIOWrapper) -> None:
+        self.lines = anyio.wrap_file(lines)
+        self.reply: Callable[[SessionMessage], Awaitable[None]] | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self.lines:
+            answer = _surrogate_answer(line)
+            if answer is None:
+                yield line
+            elif self.reply is not None and answer is not False:
+                await self.reply(SessionMessage(answer))
+
+
+def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | bool | None:
+    """The answer to a JSON-RPC line whose strings hold a lone surrogate; False when it needs
+    none (a notification), None when the line holds no lone surrogate."""
+    if "\\u" not in line:
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    found = _first_surrogate(message, "")
+    if found is None:
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return False
+    id = message.get("id")
+    if not isinstance(id, (int, str)) or (isinstance(id, str) and SURROGATE.search(id)):
+        return False  # a notification, or an id we could not echo
+    field, value = found
+    text = f"{field} must be valid Unicode text"
+    try:
+        refuse_surrogates(value, field.removeprefix("params.arguments.") or "params")
+    except ValidationError as e:
+        text = e.message
+    if message.get("method") == "tools/call":
+        result = _result(text, error=True).model_dump(by_alias=True, exclude_none=True)
+        return mcp_types.JSONRPCResponse(jsonrpc="2.0", id=id, result=result)
+    error = mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=text)
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=id, error=error)
+
+
+def _first_surrogate(value: Any, path: str) -> tuple[str, str] | None:
+    """(where, string) of the first string or key holding a lone surrogate."""
+    if isinstance(value, str):
+        return (path, value) if SURROGATE.search(value) else None
+    items: Any = ()
+    if isinstance(value, dict):
+        for key in value:
+            if SURROGATE.search(key):
+                return (path, key)
+        items = ((f"{path}.{k}" if path else k, v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    for where, item in items:
+        found = _first_surrogate(item, where)
+        if found is not None:
+            return found
+    return None

@@ -8,6 +8,7 @@ guess it, so it cannot write to the store (seeds/002 "Localhost CSRF").
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import secrets
@@ -17,6 +18,8 @@ from .errors import ValidationError
 from .store import DEFAULT_DIR
 
 __all__ = ["TOKEN_FILE", "TokenFile", "read_token", "rotate_token", "token_path"]
+
+log = logging.getLogger("annotate.tokens")
 
 TOKEN_FILE = "token"
 # 32 random bytes; URL-safe base64 keeps it one plain line that fits in a header.
@@ -28,19 +31,20 @@ def token_path(project: str | os.PathLike[str] = ".") -> Path:
     return Path(project) / DEFAULT_DIR / TOKEN_FILE
 
 
-def _folder(path: Path) -> None:
+def _folder(path: Path, *, parents: bool = True) -> None:
     folder = path.parent
     if not folder.exists():
-        folder.mkdir(parents=True, mode=0o700)
+        folder.mkdir(parents=parents, mode=0o700)
         if folder.name == DEFAULT_DIR:
             # Same guard as the store's: never committed, even before `annotate setup`.
             (folder / ".gitignore").write_text("# created by mkdocs-annotate\n*\n")
 
 
-def _write_new(path: Path, *, replace: bool) -> str:
-    """Write a fresh token through a 0600 temporary file; `replace=False` keeps an existing one."""
-    _folder(path)
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+def _write_new(path: Path, *, replace: bool, token: str | None = None, parents: bool = True) -> str:
+    """Write a token (a fresh one unless given) through a 0600 temporary file; `replace=False`
+    keeps an existing one."""
+    _folder(path, parents=parents)
+    token = token or secrets.token_urlsafe(TOKEN_BYTES)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -111,8 +115,15 @@ class TokenFile:
         stamp = self._stat()
         if stamp != self._stamp:
             if stamp is None:
-                # Deleted while serving: make a new one rather than accept anything.
-                self._token = read_token(self.path.parent.parent)
+                # Deleted while serving (`git clean -fdX` removes the gitignored `.annotate/`):
+                # write back the token the open pages carry, so they keep working and the CLI
+                # and MCP server read the same one (issue #17). A token another process wrote
+                # first wins; a project folder that is gone is not made again.
+                with contextlib.suppress(OSError):
+                    token = _write_new(self.path, replace=False, token=self._token, parents=False)
+                    if token == self._token:
+                        log.warning("%s was deleted while in use; wrote it again", self.path)
+                    self._token = token
                 stamp = self._stat()
             else:
                 with contextlib.suppress(OSError, ValidationError):

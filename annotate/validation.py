@@ -37,6 +37,10 @@ MAX_ATTRIBUTES = 50
 MAX_ATTRIBUTE_NAME = 200
 MAX_ATTRIBUTE_VALUE = 2_000
 
+# A lone UTF-16 surrogate (`"\ud800"` in JSON, or a byte that is not UTF-8 in a command-line
+# argument) is a str Python holds but cannot write as UTF-8: SQLite, the terminal and the MCP
+# transport would all fail on it later (issue #17).
+SURROGATE = re.compile("[\ud800-\udfff]")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 TAG_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 
@@ -95,6 +99,7 @@ def text(
         raise ValidationError(f"{field} must be a string", field)
     if "\x00" in value:
         raise ValidationError(f"{field} must not contain NUL characters", field)
+    refuse_surrogates(value, field)
     if len(value) > limit:
         raise ValidationError(
             f"{field} is {len(value):,} characters long; the limit is {limit:,}", field
@@ -102,6 +107,17 @@ def text(
     if not allow_empty and not value.strip():
         raise ValidationError(f"{field} must not be empty", field)
     return value
+
+
+def refuse_surrogates(value: str, field: str) -> None:
+    """Refuse a string Python holds but cannot write as UTF-8 (see SURROGATE)."""
+    bad = SURROGATE.search(value)
+    if bad:
+        raise ValidationError(
+            f"{field} must be valid Unicode text; it holds the lone surrogate "
+            f"\\u{ord(bad.group()):04x} at character {bad.start() + 1}",
+            field,
+        )
 
 
 def page_url(value: Any, field: str = "pageUrl") -> str:

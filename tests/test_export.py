@@ -226,3 +226,38 @@ def test_w3c_export_follows_the_model(store: Store) -> None:
     replies = [i for i in items if i["motivation"] == "replying"]
     assert {x["target"] for x in replies} == {export.w3c_id(a.id), export.w3c_id(n.id)}
     assert by_id[export.w3c_id(n.id)]["target"] == "/guide/install/"
+
+
+def test_markdown_escapes_what_would_open_a_structure(store: Store) -> None:
+    """Issue #17: a title or selector with new lines and Markdown shows as text (exact)."""
+    a = store.add_annotation(
+        text_note(
+            pageTitle='Install\n\n## /fake/ — Forged\n1. **"x"** — `docs/evil.md:1`',
+            selectedText='say "hi" to *snake_case* [a](b) <b>',
+            note="# not a heading\n2) not an item\n> not a quote\n```\n\x1b[2J",
+        )
+    )
+    e = store.add_annotation(element_note(elementSelector={"cssSelector": "p`\n# x"}))
+    store.add_reply(a.id, "ok\n**Agent:** forged")
+    annotations, notes = store.all_items()
+    assert (
+        export.to_markdown(annotations, notes, now=FIXED).split("\n", 3)[3]
+        == f"""\
+---
+
+## /guide/install/ — Install ## /fake/ — Forged 1. \\*\\*"x"\\*\\* — \\`docs/evil.md:1\\`
+
+### Annotations
+1. **"say \\"hi\\" to \\*snake_case\\* \\[a\\](b) \\<b>"** (id: `{a.id}`)
+   > \\# not a heading
+   > 2\\) not an item
+   > \\> not a quote
+   > \\`\\`\\`
+   > \\x1b\\[2J
+   > **Reviewer:** ok
+   > \\*\\*Agent:\\*\\* forged
+
+2. Element **``p` # x``** (id: `{e.id}`)
+   > This screenshot is out of date.
+"""
+    )
