@@ -73,7 +73,6 @@ __all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "open", "project_db_path"]
 DEFAULT_DIR = ".annotate"
 DEFAULT_FILE = "annotations.db"
 BUSY_TIMEOUT_S = 10.0
-SQLITE_HEADER = b"SQLite format 3\x00"
 # SQLite's bound-variable limit is 32766 on current builds; stay far below it.
 IN_CHUNK = 500
 SOURCE_COLUMNS = (
@@ -283,23 +282,23 @@ class Store:
                     os.unlink(leftover)
 
     def _check_header(self) -> None:
-        # sqlite3 happily "opens" any file, even an empty one; catch a foreign file before we
-        # touch it.
+        # SQLite happily "opens" an empty file as a new database: refuse one we did not make.
+        # Only `stat`, never open(): closing any descriptor of a file drops every POSIX lock this
+        # process holds on it, SQLite's included, so a second Store on a file this process already
+        # has open would let other processes reset the WAL under it. A foreign file is refused by
+        # SQLite itself at the first read (SQLITE_NOTADB, see `_translate`).
         try:
-            with self.path.open("rb") as f:
-                head = f.read(len(SQLITE_HEADER))
+            size = os.stat(self.path).st_size
         except FileNotFoundError:
             raise StoreCorruptError(str(self.path), "the file disappeared while opening") from None
         except OSError as e:
             raise StoreCorruptError(str(self.path), e.strerror or str(e)) from None
-        if not head:
+        if size == 0:
             raise StoreCorruptError(
                 str(self.path),
                 "the file is empty: it was truncated or made by another program, never by "
                 "mkdocs-annotate; restore it from a backup or move it away",
             )
-        if head != SQLITE_HEADER:
-            raise StoreCorruptError(str(self.path), "not an SQLite database")
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:
@@ -398,6 +397,8 @@ class Store:
         name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
         if isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
             return StoreBusyError(str(self.path))
+        if name == "SQLITE_NOTADB" or text == "file is not a database":
+            return StoreCorruptError(str(self.path), "not an SQLite database")
         if name == "SQLITE_FULL" or "database or disk is full" in text:
             return StoreFullError(str(self.path))
         # SQLite reports a failed write to the WAL or its shared memory as a plain I/O error.
@@ -842,7 +843,7 @@ class Store:
         return reconcile.Locator(self.project_dir, registered=self._registered_page)
 
     def _registered_page(self, page_url: str) -> str | None:
-        row = self.conn.execute(
+        row = self._follow_file().execute(
             "SELECT src_path FROM pages WHERE page_url = ?", (page_url,)
         ).fetchone()
         return row[0] if row else None
@@ -863,7 +864,9 @@ class Store:
         path = validate.page_url(cleaned, field)
         forms = urls.candidates(path, self._site_path)
         marks = ",".join("?" * len(forms))
-        found = self.conn.execute(
+        # Through _follow_file, as a transaction would: this read runs before the write it
+        # names the page for, and a deleted store must be recreated first (issue #17).
+        found = self._follow_file().execute(
             f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
             f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
             f"SELECT page_url, 0 FROM pages WHERE page_url IN ({marks})",

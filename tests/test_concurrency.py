@@ -11,6 +11,8 @@ import multiprocessing
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -328,3 +330,19 @@ def test_a_read_does_not_overwrite_a_newer_anchor(
     finally:
         reviewer.close()
         agent.close()
+
+
+def test_a_second_store_in_one_process_keeps_its_writes_visible(tmp_path: Path) -> None:
+    """Opening a file this process already has open must not drop SQLite's locks on it (closing
+    any descriptor of a file drops the process's POSIX locks): another process would then reset
+    the WAL, and the writes after it would be seen by no one else."""
+    first = annotate.open(tmp_path)
+    first.add_page_note({"pageUrl": "/", "note": "one"})
+    second = annotate.open(tmp_path)
+    notes = [sys.executable, "-m", "annotate.cli", "notes", "--json", "--project", str(tmp_path)]
+    subprocess.run(notes, check=True, capture_output=True)  # another process reads the file
+    second.add_page_note({"pageUrl": "/", "note": "two"})
+    out = subprocess.run(notes, check=True, capture_output=True, text=True).stdout
+    assert sorted(n["note"] for n in json.loads(out)) == ["one", "two"]
+    first.close()
+    second.close()
