@@ -184,9 +184,11 @@ def test_health_page_and_api_on_the_same_port(server: DevServer, project: Path) 
         assert item["source"]["path"] == INSTALL_MD
         assert (item["source"]["lineStart"], item["source"]["lineEnd"]) == (line, line)
         assert item["anchorState"] == "anchored"
-    # A page asked for under a foreign name (DNS rebinding) never hands out the token.
+    # A page asked for under a foreign name (DNS rebinding) is refused, as on `annotate serve`.
     foreign = server.http.get("/guide/install/", headers={"Host": "attacker.example"})
-    assert foreign.status_code == 200 and "annotate-config" not in foreign.text
+    assert foreign.status_code == 403
+    assert foreign.json()["code"] == "forbidden_host"
+    assert "annotate-config" not in foreign.text
     assert "annotate-config" in server.http.get("/", headers={"Host": "localhost"}).text
     # Without the token: refused, as on `annotate serve`.
     assert server.http.get("/__annotate/api/annotations").status_code == 401
