@@ -73,11 +73,13 @@ def _whole(text: str) -> int:
     return int(text)
 
 
-def _finite(text: str) -> float:
+def _number(text: str) -> float | int:
     number = float(text)
     if math.isinf(number):
         raise ValueError(f"the number {text[:40]} is out of range")
-    return number
+    # JSON has one kind of number, and to JSON Schema (openapi.json) 12.0 is an integer: every
+    # number field a body has is one.
+    return int(number) if number.is_integer() else number
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -118,7 +120,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
             text,
             parse_constant=_refuse_constant,
             parse_int=_whole,
-            parse_float=_finite,
+            parse_float=_number,
             object_pairs_hook=_no_duplicates,
         )
         if SURROGATE_ESCAPE.search(raw):
