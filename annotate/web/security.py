@@ -165,7 +165,9 @@ class Guard:
             return
         headers = Headers(scope=scope)
         refusal = self._refuse(scope, headers)
-        if refusal is None and scope["type"] == "http" and scope["path"].startswith(API_PREFIX):
+        path = scope["path"]
+        is_api = path.startswith(API_PREFIX) or path == API_PREFIX[:-1]
+        if refusal is None and scope["type"] == "http" and is_api:
             refusal = self._refuse_api(scope, headers)
             if refusal is None and scope["method"] in BODY_METHODS:
                 limit = ANCHOR_BODY_LIMIT if scope["path"] == ANCHOR_PATH else BODY_LIMIT
