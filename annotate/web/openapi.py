@@ -25,11 +25,12 @@ NO_NUL = r"^[^\u0000]*$"
 FILLED = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 MAX_CURSOR = 10**18 - 1  # `since` has at most 18 digits (annotate/web/app.py `_int`)
 ERRORS = {
-    400: "Invalid input: bad JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
+    400: "Invalid input: a body that is not UTF-8 JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
     401: "Missing or wrong `X-Annotate-Token` (`unauthorized`).",
     403: "Foreign `Origin` (`forbidden_origin`) or a `Host` that is not loopback (`forbidden_host`).",
     404: "No item with this id, or no such route (`not_found`).",
-    405: "A write on a read-only server (`read_only`).",
+    405: "A method the route does not take (`method_not_allowed`, with `Allow`) or a write on a "
+    "read-only server (`read_only`).",
     409: "A status change the lifecycle does not allow (`invalid_transition`).",
     413: "Request body over the limit: 1 MB, 8 MB for `anchor` (`too_large`).",
     415: "Request body that is not `application/json` (`unsupported_media_type`).",

@@ -46,7 +46,7 @@ HTML_SUFFIXES = (".html", ".htm")
 # Every page carrying the overlay: no other site may frame it, or it could overlay its own bait on
 # Accept, Delete or Send to agent (clickjacking, issue #17). 'self', not 'none': a page of the same
 # site may frame another (an embedded example), and it already holds the token. X-Frame-Options is
-# for browsers without CSP 3; where both are present, frame-ancestors wins.
+# for browsers without CSP level 2; where both are present, frame-ancestors wins.
 FRAME_HEADERS = {
     "Content-Security-Policy": "frame-ancestors 'self'",
     "X-Frame-Options": "SAMEORIGIN",
