@@ -15,6 +15,7 @@ a long-poll at a reload) would leave the app's task pending forever. `Endpoint` 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
@@ -43,6 +44,7 @@ PREFIX = "/__annotate"
 # the scope as `wsgi_environ`).
 TASKS = "annotate.tasks"
 NOT_IMPLEMENTED = "not_implemented"
+CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Callable[[bytes], object]]
@@ -166,34 +168,37 @@ def _dechunk(environ: Environ) -> tuple[int, str, str] | None:
 
 def _read_chunks(stream: BinaryIO, keep: int) -> bytes:
     """The first `keep` bytes of a chunked body, the rest read and dropped; ValueError when the
-    encoding is broken."""
+    encoding is broken before `keep` bytes came (after that, the body is too large whatever the
+    rest holds)."""
     kept: list[bytes] = []
     size_kept = read = 0
-    while True:
-        line = stream.readline(1024)
-        if not line.endswith(b"\n"):
-            raise ValueError("chunk size line")
-        size_text = line.split(b";", 1)[0].strip()
-        if not size_text or len(size_text) > 16:
-            raise ValueError("chunk size")
-        size = int(size_text, 16)  # ValueError when not hex
-        if size == 0:
-            break
-        read += size
-        if read > keep + DRAIN_LIMIT:
-            raise ValueError("too large to drain")
-        while size:
-            data = stream.read(min(size, 65536))
-            if not data:
-                raise ValueError("truncated chunk")
-            size -= len(data)
-            if size_kept < keep:
-                kept.append(data[: keep - size_kept])
-                size_kept += len(kept[-1])
-        if stream.readline(3).strip():
-            raise ValueError("chunk end")
-    while stream.readline(1024).strip():  # trailer fields
-        pass
+    try:
+        while True:
+            line = stream.readline(1024)
+            size_text = line.split(b";", 1)[0].strip()
+            if not line.endswith(b"\n") or not CHUNK_SIZE.fullmatch(size_text):
+                raise ValueError("chunk size")
+            size = int(size_text, 16)
+            if size == 0:
+                while stream.readline(1024).strip():  # trailer fields
+                    pass
+                break
+            read += size
+            if read > keep + DRAIN_LIMIT:
+                break  # past what is worth draining: the connection closes with the answer
+            while size:
+                data = stream.read(min(size, 65536))
+                if not data:
+                    raise ValueError("truncated chunk")
+                size -= len(data)
+                if size_kept < keep:
+                    kept.append(data[: keep - size_kept])
+                    size_kept += len(kept[-1])
+            if stream.readline(3).strip():
+                raise ValueError("chunk end")
+    except ValueError:
+        if size_kept < keep:
+            raise
     return b"".join(kept)
 
 

@@ -469,8 +469,19 @@ def test_hop_by_hop_headers_are_dropped(endpoint: Any) -> None:
         (b"zz\r\n{}\r\n0\r\n\r\n", 400, "invalid_json"),
         (b'5\r\n{"pag', 400, "invalid_json"),
         (b"2\r\n{}XX0\r\n\r\n", 400, "invalid_json"),
+        (b"-2\r\n{}\r\n0\r\n\r\n", 400, "invalid_json"),
+        (b"0x2\r\n{}\r\n0\r\n\r\n", 400, "invalid_json"),
+        (b"100001\r\n" + b"x" * 0x100001 + b"\r\nbroken", 413, "too_large"),
     ],
-    ids=["with extensions and trailers", "bad size", "truncated", "no chunk end"],
+    ids=[
+        "with extensions and trailers",
+        "bad size",
+        "truncated",
+        "no chunk end",
+        "negative size",
+        "0x prefix",
+        "over the limit, then broken",
+    ],
 )
 def test_chunked_bodies(
     endpoint: Any, store: annotate.Store, raw: bytes, status: int, code: str | None
