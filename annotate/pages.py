@@ -79,6 +79,9 @@ def resolve_page(project: Path, page_url: str) -> str | None:
     for candidate in candidates(page_url, directory_urls=directory_urls):
         relative = str(PurePosixPath(folder) / candidate)
         full = safe_path(project, relative)
-        if full is not None and full.is_file():
-            return relative
+        try:
+            if full is not None and full.is_file():
+                return relative
+        except OSError:  # a name the file system cannot hold (over 255 bytes): no such page
+            continue
     return None

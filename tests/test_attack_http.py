@@ -658,6 +658,19 @@ def test_hostile_page_filters(client: TestClient, route: str, page_url: str) -> 
     assert r.json()["error"].startswith("page ")
 
 
+def test_page_urls_the_file_system_cannot_hold(
+    fresh: tuple[TestClient, dict[str, str]], tmp_path: Path
+) -> None:
+    """A segment over 255 bytes is a valid page URL, but no file can have its name: looking for
+    the page's Markdown file must find none, not fail (it answered 500 when docs/ existed)."""
+    client, _ = fresh
+    (tmp_path / "fresh" / "docs").mkdir()  # the project of `fresh`
+    long = "/" + "a" * 300 + "/"
+    for path, body in _page_url_bodies(long):
+        assert client.post(API + path, json=body, headers=GOOD).status_code in (200, 201), path
+    assert client.get(f"{API}/annotations", params={"page": long}, headers=GOOD).status_code == 200
+
+
 # -- what comes back: script and markup in every field -------------------------------------------
 
 PAYLOADS = [
