@@ -103,6 +103,9 @@ def resolve_page(project: Path, page_url: str) -> str | None:
         if not os.path.isfile(os.path.join(project, relative)):
             continue
         full = safe_path(project, relative)
-        if full is not None and full.is_file():
-            return relative
+        try:
+            if full is not None and full.is_file():
+                return relative
+        except OSError:  # a name the file system cannot hold (over 255 bytes): no such page
+            continue
     return None

@@ -220,7 +220,7 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
         from annotate.web import create_app
         from annotate.web.server import extra_hosts, url_host
 
-        from .serve import PREFIX, Endpoint, ReviewApp, trusted_host
+        from .serve import PREFIX, Endpoint, ReviewApp, quiet_access_log, trusted_host
 
         self.store = self._open_store()
         try:
@@ -244,6 +244,7 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
             trusted_host(hosts),
         )
         server.set_app(review)
+        quiet_access_log(server)
         where = f"http://{url_host(str(host))}:{port}{PREFIX}/" if port else f"{PREFIX}/"
         log.info(f"review endpoint at {where} (notes in {self.db_file})")
 

@@ -184,9 +184,11 @@ def test_health_page_and_api_on_the_same_port(server: DevServer, project: Path) 
         assert item["source"]["path"] == INSTALL_MD
         assert (item["source"]["lineStart"], item["source"]["lineEnd"]) == (line, line)
         assert item["anchorState"] == "anchored"
-    # A page asked for under a foreign name (DNS rebinding) never hands out the token.
+    # A page asked for under a foreign name (DNS rebinding) is refused, as on `annotate serve`.
     foreign = server.http.get("/guide/install/", headers={"Host": "attacker.example"})
-    assert foreign.status_code == 200 and "annotate-config" not in foreign.text
+    assert foreign.status_code == 403
+    assert foreign.json()["code"] == "forbidden_host"
+    assert "annotate-config" not in foreign.text
     assert "annotate-config" in server.http.get("/", headers={"Host": "localhost"}).text
     # Without the token: refused, as on `annotate serve`.
     assert server.http.get("/__annotate/api/annotations").status_code == 401
@@ -381,3 +383,137 @@ def test_review_app_with_a_lazy_wsgi_app() -> None:
         assert (status, content) == (expected_status, expected)
         assert headers["Content-Length"] == str(len(expected))
         assert headers["Cache-Control"] == "no-store"
+
+
+# -- the WSGI bridge (mkdocs_plugin/serve.py `Endpoint`, issue #17) -----------------------------
+
+
+@pytest.fixture
+def endpoint(store: annotate.Store) -> Iterator[Any]:
+    from annotate.web import create_app
+    from mkdocs_plugin.serve import Endpoint
+
+    app = create_app(store, token="t" * 20, changes_timeout=1, poll_interval=0.05)
+    e = Endpoint(app)
+    yield e
+    e.close()
+
+
+def wsgi_environ(path: str, method: str = "GET", body: bytes = b"", **headers: str) -> Any:
+    from io import BytesIO
+    from wsgiref.util import setup_testing_defaults
+
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "HTTP_HOST": "127.0.0.1:8000",
+        "HTTP_X_ANNOTATE_TOKEN": "t" * 20,
+        "wsgi.input": BytesIO(body),
+        **{k.upper(): v for k, v in headers.items()},
+    }
+    setup_testing_defaults(environ)
+    return environ
+
+
+def pending_tasks(loop: Any) -> list[Any]:
+    import asyncio
+
+    async def others() -> list[Any]:
+        return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    return asyncio.run_coroutine_threadsafe(others(), loop).result(5)
+
+
+def test_an_answer_the_client_left_leaves_no_pending_task(endpoint: Any) -> None:
+    """The server closes the answer after its first chunk (the browser left at a reload): the
+    app's task must end, not wait forever and be reported at the next garbage collection as
+    "Task was destroyed but it is pending!" (issue #14)."""
+    environ = wsgi_environ("/__annotate/api/changes", QUERY_STRING="since=0&timeout=0.2")
+    body = endpoint(environ, lambda status, headers, exc_info=None: None)
+    assert next(iter(body)).startswith(b'{"events":')
+    body.close()  # what wsgiref does when writing to the socket fails
+    deadline = time.monotonic() + 5
+    while pending_tasks(endpoint.loop) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pending_tasks(endpoint.loop) == []
+
+
+def test_hop_by_hop_headers_are_dropped(endpoint: Any) -> None:
+    """The 413 asks to close the connection; wsgiref refuses the header (it closes anyway)."""
+    answer: list[Any] = []
+    environ = wsgi_environ(
+        "/__annotate/api/page-notes",
+        "POST",
+        b"x" * (1024 * 1024 + 1),
+        CONTENT_TYPE="application/json",
+        CONTENT_LENGTH=str(1024 * 1024 + 1),
+    )
+    body = endpoint(
+        environ, lambda status, headers, exc_info=None: answer.extend([status, headers])
+    )
+    content = b"".join(body)
+    body.close()
+    assert answer[0] == "413 Request Entity Too Large"
+    assert "connection" not in {k.lower() for k, _ in answer[1]}
+    assert json.loads(content)["code"] == "too_large"
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "code"),
+    [
+        (
+            b'5\r\n{"pag\r\n18;ext=1\r\neUrl": "/", "note": "x"}\r\n0\r\nTrailer: x\r\n\r\n',
+            201,
+            None,
+        ),
+        (b"zz\r\n{}\r\n0\r\n\r\n", 400, "invalid_json"),
+        (b'5\r\n{"pag', 400, "invalid_json"),
+        (b"2\r\n{}XX0\r\n\r\n", 400, "invalid_json"),
+        (b"-2\r\n{}\r\n0\r\n\r\n", 400, "invalid_json"),
+        (b"0x2\r\n{}\r\n0\r\n\r\n", 400, "invalid_json"),
+        (b"100001\r\n" + b"x" * 0x100001 + b"\r\nbroken", 413, "too_large"),
+    ],
+    ids=[
+        "with extensions and trailers",
+        "bad size",
+        "truncated",
+        "no chunk end",
+        "negative size",
+        "0x prefix",
+        "over the limit, then broken",
+    ],
+)
+def test_chunked_bodies(
+    endpoint: Any, store: annotate.Store, raw: bytes, status: int, code: str | None
+) -> None:
+    answer: list[Any] = []
+    environ = wsgi_environ(
+        "/__annotate/api/page-notes",
+        "POST",
+        raw,
+        CONTENT_TYPE="application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+        CONTENT_LENGTH="3",  # chunked wins (RFC 9112 §6.3)
+    )
+    body = endpoint(environ, lambda s, headers, exc_info=None: answer.append(s))
+    content = json.loads(b"".join(body))
+    getattr(body, "close", lambda: None)()
+    assert int(answer[0].split()[0]) == status, content
+    if code is None:
+        assert store.get_page_note(content["id"]).note == "x"
+    else:
+        assert content["code"] == code
+        assert store.list_page_notes() == []
+
+
+def test_other_transfer_codings_are_501(endpoint: Any) -> None:
+    answer: list[Any] = []
+    environ = wsgi_environ(
+        "/__annotate/api/page-notes", "POST", b"", HTTP_TRANSFER_ENCODING="gzip, chunked"
+    )
+    content = json.loads(b"".join(endpoint(environ, lambda s, h, e=None: answer.append(s))))
+    assert answer == ["501 Not Implemented"]
+    assert content == {
+        "error": "Transfer-Encoding 'gzip, chunked' is not supported",
+        "code": "not_implemented",
+    }

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,9 @@ FALSE = ("false", "0", "no")
 # A `\uD800`-style escape may hold a lone surrogate, which SQLite cannot store as UTF-8.
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]|\\u[dD][c-fC-F]")
 STATUS_ACTIONS = ("start", "address", "accept", "reopen")
+# Python refuses longer integers with a message about its own settings. Fields the server sets are
+# accepted whatever they hold (openapi.json), so a shorter bound would refuse valid bodies.
+MAX_DIGITS = 4300
 
 
 # -- request helpers ----------------------------------------------------------------------------
@@ -64,18 +69,69 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _whole(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise ValueError(f"a number has more than {MAX_DIGITS} digits")
+    return int(text)
+
+
+def _number(text: str) -> float | int:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    # JSON has one kind of number, and to JSON Schema (openapi.json) 12.0 is an integer: every
+    # number field a body has is one.
+    return int(number) if number.is_integer() else number
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Which of two equal keys counts differs between parsers: refuse rather than pick one.
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return data
+
+
 async def _json_body(request: Request) -> dict[str, Any]:
-    """The body as a JSON object, or 400 `invalid_json` / `invalid`."""
+    """The body as a JSON object, or 400 `invalid_json` / `invalid`.
+
+    Only UTF-8 (RFC 8259 §8.1): `json.loads` would guess UTF-16 or UTF-32 from a body's bytes, and
+    decode a lone surrogate's bytes (`\\xed\\xa0\\x80`) into a string SQLite cannot store (issue #17).
+    """
     raw = await request.body()
     try:
-        data = json.loads(raw, parse_constant=_refuse_constant)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise HttpError(
+            400,
+            BAD_JSON,
+            "Request body must be UTF-8 (UTF-16, UTF-32 and encoded surrogates are refused): "
+            f"the byte 0x{raw[e.start]:02x} at offset {e.start} is not valid UTF-8",
+        ) from None
+    if "\x00" in text[:4] or text.startswith("\ufeff"):
+        # ASCII in UTF-16 or UTF-32 is valid UTF-8 with NUL bytes between the characters.
+        raise HttpError(
+            400,
+            BAD_JSON,
+            "Request body must be UTF-8 JSON without a byte order mark; this one looks like "
+            "UTF-16 or UTF-32",
+        )
+    try:
+        data = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_int=_whole,
+            parse_float=_number,
+            object_pairs_hook=_no_duplicates,
+        )
         if SURROGATE_ESCAPE.search(raw):
             json.dumps(data, ensure_ascii=False).encode("utf-8")
     except RecursionError:
         raise HttpError(400, BAD_JSON, "Request body is nested too deeply") from None
     except UnicodeError:
         raise HttpError(
-            400, BAD_JSON, "Request body is not valid UTF-8 or holds an unpaired surrogate"
+            400, BAD_JSON, "Request body holds an unpaired surrogate (\\ud800-\\udfff)"
         ) from None
     except ValueError as e:
         raise HttpError(400, BAD_JSON, f"Request body is not valid JSON: {e}") from None
@@ -390,30 +446,58 @@ class Api:
 
 
 def _api_routes(api: Api) -> list[Route]:
+    """One route per path taking all of its methods, so that a 405 names them all in `Allow`."""
     one = "/{id:str}"
+    table: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {
+        "/annotations": {"GET": api.list_annotations, "POST": api.create_annotation},
+        f"/annotations{one}": {
+            "GET": api.get_annotation,
+            "PATCH": api.edit_annotation,
+            "DELETE": api.delete_annotation,
+        },
+        f"/annotations{one}/replies": {"POST": api.reply},
+        f"/annotations{one}/status": {"POST": api.status},
+        "/page-notes": {"GET": api.list_page_notes, "POST": api.create_page_note},
+        f"/page-notes{one}": {
+            "GET": api.get_page_note,
+            "PATCH": api.edit_page_note,
+            "DELETE": api.delete_page_note,
+        },
+        f"/page-notes{one}/replies": {"POST": api.reply},
+        f"/page-notes{one}/status": {"POST": api.status},
+        "/reviews": {"GET": api.list_reviews, "POST": api.create_review},
+        f"/reviews{one}": {"GET": api.get_review},
+        "/anchor": {"POST": api.anchor},
+        "/export": {"GET": api.export},
+        "/changes": {"GET": api.changes},
+        "/summary": {"GET": api.summary},
+    }
     return [
-        Route(f"{API}/annotations", api.list_annotations, methods=["GET"]),
-        Route(f"{API}/annotations", api.create_annotation, methods=["POST"]),
-        Route(f"{API}/annotations{one}", api.get_annotation, methods=["GET"]),
-        Route(f"{API}/annotations{one}", api.edit_annotation, methods=["PATCH"]),
-        Route(f"{API}/annotations{one}", api.delete_annotation, methods=["DELETE"]),
-        Route(f"{API}/annotations{one}/replies", api.reply, methods=["POST"]),
-        Route(f"{API}/annotations{one}/status", api.status, methods=["POST"]),
-        Route(f"{API}/page-notes", api.list_page_notes, methods=["GET"]),
-        Route(f"{API}/page-notes", api.create_page_note, methods=["POST"]),
-        Route(f"{API}/page-notes{one}", api.get_page_note, methods=["GET"]),
-        Route(f"{API}/page-notes{one}", api.edit_page_note, methods=["PATCH"]),
-        Route(f"{API}/page-notes{one}", api.delete_page_note, methods=["DELETE"]),
-        Route(f"{API}/page-notes{one}/replies", api.reply, methods=["POST"]),
-        Route(f"{API}/page-notes{one}/status", api.status, methods=["POST"]),
-        Route(f"{API}/reviews", api.list_reviews, methods=["GET"]),
-        Route(f"{API}/reviews", api.create_review, methods=["POST"]),
-        Route(f"{API}/reviews{one}", api.get_review, methods=["GET"]),
-        Route(f"{API}/anchor", api.anchor, methods=["POST"]),
-        Route(f"{API}/export", api.export, methods=["GET"]),
-        Route(f"{API}/changes", api.changes, methods=["GET"]),
-        Route(f"{API}/summary", api.summary, methods=["GET"]),
+        Route(f"{API}{path}", _by_method(handlers), methods=list(handlers))
+        for path, handlers in table.items()
     ]
+
+
+def _by_method(
+    handlers: Mapping[str, Callable[[Request], Awaitable[Response]]],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)
+
+    return endpoint
+
+
+def _methods_at(routes: list[Route]) -> Callable[[str], frozenset[str] | None]:
+    """The methods the API route at a path takes (None: no such route), for `Guard`."""
+
+    def methods(path: str) -> frozenset[str] | None:
+        for route in routes:
+            if route.path_regex.match(path):
+                return frozenset(route.methods or ())
+        return None
+
+    return methods
 
 
 def create_app(
@@ -473,6 +557,7 @@ def create_app(
     async def to_review(request: Request) -> Response:
         return RedirectResponse("/__annotate/", status_code=301)
 
+    api_routes = _api_routes(api)
     routes = [
         Route("/__annotate", to_review, methods=["GET"]),
         Route("/__annotate/", review, methods=["GET"]),
@@ -483,7 +568,7 @@ def create_app(
             OverlayFiles(find_overlay_dir()).handle,
             methods=["GET"],
         ),
-        *_api_routes(api),
+        *api_routes,
     ]
     if site_dir is not None:
         site = SiteFiles(
@@ -518,7 +603,11 @@ def create_app(
         middleware=[
             Middleware(CatchAll),
             Middleware(
-                Guard, token=current_token, read_only=read_only, allowed_hosts=allowed_hosts or ()
+                Guard,
+                token=current_token,
+                read_only=read_only,
+                allowed_hosts=allowed_hosts or (),
+                methods=_methods_at(api_routes),
             ),
         ],
         exception_handlers={

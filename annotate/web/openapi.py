@@ -1,7 +1,10 @@
 """The OpenAPI 3.1 description served at `/__annotate/openapi.json`, written by hand.
 
 It is the contract the schemathesis test checks the app against (tests/test_web_schema.py): every
-answer, errors included, must match it. Field limits mirror annotate/validation.py.
+answer, errors included, must match it, and every request it calls valid must be accepted (issue
+#17). So the request schemas state the rules of annotate/validation.py, not just the field types:
+limits, site paths, blank and NUL-free text, and which fields each intent, kind and action takes.
+The one rule JSON Schema cannot state is `position.end >= position.start`.
 """
 
 from __future__ import annotations
@@ -14,12 +17,20 @@ from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STAT
 __all__ = ["openapi"]
 
 ID_PATTERN = v.ID_PATTERN.pattern
+# annotate/validation.py `page_url`: "/" then no second "/", no "..", query, fragment, backslash,
+# space or control character.
+SITE_PATH = r"^/(?!/)(?!.*/\.\.(?:/|$))[^?#\\\s\u0000-\u001f]*$"
+# `validation.text`: never a NUL; `allow_empty=False`: at least one character that is not a space.
+NO_NUL = r"^[^\u0000]*$"
+FILLED = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+MAX_CURSOR = 10**18 - 1  # `since` has at most 18 digits (annotate/web/app.py `_int`)
 ERRORS = {
-    400: "Invalid input: bad JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
+    400: "Invalid input: a body that is not UTF-8 JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
     401: "Missing or wrong `X-Annotate-Token` (`unauthorized`).",
     403: "Foreign `Origin` (`forbidden_origin`) or a `Host` that is not loopback (`forbidden_host`).",
     404: "No item with this id, or no such route (`not_found`).",
-    405: "A write on a read-only server (`read_only`).",
+    405: "A method the route does not take (`method_not_allowed`, with `Allow`) or a write on a "
+    "read-only server (`read_only`).",
     409: "A status change the lifecycle does not allow (`invalid_transition`).",
     413: "Request body over the limit: 1 MB, 8 MB for `anchor` (`too_large`).",
     415: "Request body that is not `application/json` (`unsupported_media_type`).",
@@ -53,6 +64,18 @@ def _object(
     if closed:
         out["additionalProperties"] = False
     return out
+
+
+def _text(limit: int, *, filled: bool = False, nullable: bool = False) -> dict[str, Any]:
+    """A string a client sends: within `limit`, no NUL, and not blank when `filled`."""
+    out = _string(limit, pattern=FILLED if filled else NO_NUL)
+    return _nullable(out) if nullable else out
+
+
+def _when(
+    condition: dict[str, Any], then: dict[str, Any], otherwise: dict[str, Any]
+) -> dict[str, Any]:
+    return {"if": condition, "then": then, "else": otherwise}
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -114,7 +137,11 @@ ID_PARAM = {
     "description": "The item's id.",
     "schema": {"type": "string", "pattern": ID_PATTERN},
 }
-PAGE = _query("page", _string(v.MAX_PAGE_URL), "Only this page, a site path such as `/guide/`.")
+PAGE = _query(
+    "page",
+    _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
+    "Only this page, a site path such as `/guide/`.",
+)
 STATUS = _query(
     "status",
     {"type": "array", "items": {"type": "string", "enum": [*STATUSES, "all"]}},
@@ -210,46 +237,185 @@ def _schemas() -> dict[str, Any]:
     offset = {"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}
     element_input = _object(
         {
-            **{k: _string(limit) for k, limit in v.ELEMENT_LIMITS.items()},
-            "attributes": {
-                "type": "object",
-                "maxProperties": v.MAX_ATTRIBUTES,
-                "additionalProperties": _string(v.MAX_ATTRIBUTE_VALUE),
+            **{
+                k: _text(limit, nullable=True)
+                for k, limit in v.ELEMENT_LIMITS.items()
+                if k not in ("cssSelector", "tagName")
             },
+            "cssSelector": _text(v.ELEMENT_LIMITS["cssSelector"], filled=True),
+            "tagName": _nullable(
+                _string(v.ELEMENT_LIMITS["tagName"], pattern="^(?:[A-Za-z][A-Za-z0-9-]*)?$")
+            ),
+            "attributes": _nullable(
+                {
+                    "type": "object",
+                    "maxProperties": v.MAX_ATTRIBUTES,
+                    "propertyNames": _text(v.MAX_ATTRIBUTE_NAME, filled=True),
+                    "additionalProperties": _text(v.MAX_ATTRIBUTE_VALUE),
+                }
+            ),
         },
         ["cssSelector"],
     )
+    # `validation.annotation_input`: the kind is `type`, else "element" when an elementSelector is
+    # given; the intent decides whether `note` and `suggestion` are needed.
+    is_element = {
+        "anyOf": [
+            {"properties": {"type": {"const": "element"}}, "required": ["type"]},
+            {
+                "properties": {"type": {"type": "null"}, "elementSelector": {"type": "object"}},
+                "required": ["elementSelector"],
+            },
+        ]
+    }
+    needs_suggestion = {
+        "properties": {"intent": {"enum": ["replace", "insert"]}},
+        "required": ["intent"],
+    }
+    is_comment = {"properties": {"intent": {"enum": ["comment", None]}}}
     annotation_input = _object(
         {
-            "type": {"type": "string", "enum": ["text", "element"]},
-            "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
-            "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
-            "note": _nullable(_string(v.MAX_NOTE)),
+            "type": _nullable({"type": "string", "enum": ["text", "element"]}),
+            "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
+            "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
+            "note": _text(v.MAX_NOTE, nullable=True),
             "intent": _nullable({"type": "string", "enum": list(INTENTS)}),
-            "suggestion": _nullable(_string(v.MAX_SUGGESTION)),
-            "selectedText": _nullable(_string(v.MAX_SELECTED_TEXT)),
+            "suggestion": _text(v.MAX_SUGGESTION, nullable=True),
+            "selectedText": _text(v.MAX_SELECTED_TEXT, nullable=True),
             "quote": _nullable(
                 _object(
                     {
-                        "exact": _nullable(_string(v.MAX_SELECTED_TEXT)),
-                        "prefix": _nullable(_string(v.MAX_CONTEXT)),
-                        "suffix": _nullable(_string(v.MAX_CONTEXT)),
+                        "exact": _text(v.MAX_SELECTED_TEXT, filled=True, nullable=True),
+                        "prefix": _text(v.MAX_CONTEXT, nullable=True),
+                        "suffix": _text(v.MAX_CONTEXT, nullable=True),
                     }
                 )
             ),
             "position": _nullable(_object({"start": offset, "end": offset}, ["start", "end"])),
             "elementSelector": _nullable(element_input),
-            "author": _nullable(_string(v.MAX_AUTHOR)),
+            "author": _text(v.MAX_AUTHOR, nullable=True),
             **SERVER_SET,
         },
         ["pageUrl"],
-    )
+    ) | {
+        "allOf": [
+            _when(
+                is_element,
+                {
+                    "properties": {
+                        **{
+                            name: {"type": "null"} for name in ("selectedText", "quote", "position")
+                        },
+                        "elementSelector": {"type": "object"},
+                    },
+                    "required": ["elementSelector"],
+                },
+                {
+                    "properties": {
+                        "elementSelector": {"type": "null"},
+                        "selectedText": _text(v.MAX_SELECTED_TEXT, filled=True),
+                    },
+                    "required": ["selectedText"],
+                },
+            ),
+            _when(
+                needs_suggestion,
+                {
+                    "properties": {"suggestion": _text(v.MAX_SUGGESTION, filled=True)},
+                    "required": ["suggestion"],
+                },
+                {"properties": {"suggestion": _nullable(_string(0))}},
+            ),
+            _when(
+                is_comment,
+                {"properties": {"note": _text(v.MAX_NOTE, filled=True)}, "required": ["note"]},
+                {},
+            ),
+        ]
+    }
     annotation_input["description"] = (
         "The annotation's JSON shape (SPEC §3). Text annotations need `selectedText` (and usually "
         "`quote` and `position`); element annotations need `elementSelector`. `note` is required "
         "for intent `comment`; `suggestion` for `replace` and `insert`. Fields the server sets "
-        "(`id`, `status`, timestamps, …) are ignored."
+        "(`id`, `status`, timestamps, …) are ignored. `position.end` must not be before "
+        "`position.start`."
     )
+    # An edit is checked against the annotation's current intent, which a schema cannot see: this
+    # one asks for what is valid whatever it is (a note that is not blank unless the edit sets an
+    # intent that needs none; a suggestion only together with the intent it goes with).
+    annotation_patch = _object(
+        {
+            "note": _text(v.MAX_NOTE),
+            "intent": {"type": "string", "enum": list(INTENTS)},
+            "suggestion": _text(v.MAX_SUGGESTION, nullable=True),
+            "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
+        },
+    ) | {
+        "minProperties": 1,
+        "allOf": [
+            _when(
+                {
+                    "properties": {"intent": {"enum": ["delete", "replace", "insert"]}},
+                    "required": ["intent"],
+                },
+                {},
+                {"properties": {"note": _text(v.MAX_NOTE, filled=True)}},
+            ),
+            _when(
+                needs_suggestion,
+                {
+                    "properties": {"suggestion": _text(v.MAX_SUGGESTION, filled=True)},
+                    "required": ["suggestion"],
+                },
+                {
+                    "anyOf": [
+                        {"not": {"required": ["suggestion"]}},
+                        {
+                            "required": ["intent", "suggestion"],
+                            "properties": {"suggestion": _nullable(_string(0))},
+                        },
+                    ]
+                },
+            ),
+        ],
+    }
+    status_input = {
+        "oneOf": [
+            _object({"action": {"enum": ["start", "accept"]}}, ["action"]),
+            _object(
+                {
+                    "action": {"const": "address"},
+                    "replacedText": _text(v.MAX_SELECTED_TEXT, filled=True, nullable=True),
+                    "message": _text(v.MAX_REPLY, filled=True, nullable=True),
+                    "deleted": {"type": "boolean"},
+                },
+                ["action"],
+            ),
+            _object(
+                {"action": {"const": "reopen"}, "note": _text(v.MAX_REPLY, nullable=True)},
+                ["action"],
+            ),
+        ],
+        "description": "`start` → set_in_progress, `address` → address_annotation (with "
+        "optional `replacedText`, the text now in the page where the quote was; `message`, an "
+        "agent reply stored with the status; `deleted`, the text was deleted as asked), "
+        "`accept`, `reopen` (with an optional follow-up `note`, added as a reviewer reply; it "
+        "sends the note back to the agent at once).",
+    }
+    # A page note has no text to replace.
+    page_note_status_input = status_input | {
+        "oneOf": [
+            *status_input["oneOf"][:1],
+            _object(
+                {
+                    "action": {"const": "address"},
+                    "message": _text(v.MAX_REPLY, filled=True, nullable=True),
+                },
+                ["action"],
+            ),
+            *status_input["oneOf"][2:],
+        ]
+    }
     return {
         "Error": _object(
             {"error": string, "code": string},
@@ -263,57 +429,34 @@ def _schemas() -> dict[str, Any]:
         "Annotation": _object(annotation_fields, list(annotation_fields)),
         "PageNote": _object(page_note_fields, list(page_note_fields)),
         "AnnotationInput": annotation_input,
-        "AnnotationPatch": _object(
-            {
-                "note": _string(v.MAX_NOTE),
-                "intent": {"type": "string", "enum": list(INTENTS)},
-                "suggestion": _nullable(_string(v.MAX_SUGGESTION)),
-                "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
-            },
-        )
-        | {"minProperties": 1},
+        "AnnotationPatch": annotation_patch,
         "PageNoteInput": _object(
             {
-                "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
-                "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
-                "note": _string(v.MAX_NOTE, minLength=1),
-                "author": _nullable(_string(v.MAX_AUTHOR)),
+                "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
+                "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
+                "note": _text(v.MAX_NOTE, filled=True),
+                "author": _text(v.MAX_AUTHOR, nullable=True),
                 **{k: {} for k in sorted(v.SERVER_SET) if k in page_note_fields},
             },
             ["pageUrl", "note"],
         ),
         "PageNotePatch": _object(
             {
-                "note": _string(v.MAX_NOTE, minLength=1),
-                "pageTitle": _nullable(_string(v.MAX_PAGE_TITLE)),
+                "note": _text(v.MAX_NOTE, filled=True),
+                "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
             },
         )
         | {"minProperties": 1},
         "ReplyInput": _object(
             {
-                "message": _string(v.MAX_REPLY, minLength=1),
+                "message": _text(v.MAX_REPLY, filled=True),
                 "role": {"type": "string", "enum": ["reviewer", "agent"]},
-                "author": _nullable(_string(v.MAX_AUTHOR)),
+                "author": _text(v.MAX_AUTHOR, nullable=True),
             },
             ["message"],
         ),
-        "StatusInput": _object(
-            {
-                "action": {"type": "string", "enum": ["start", "address", "accept", "reopen"]},
-                "replacedText": _nullable(_string(v.MAX_SELECTED_TEXT)),
-                "message": _nullable(_string(v.MAX_REPLY, minLength=1)),
-                "deleted": {"type": "boolean"},
-                "note": _nullable(_string(v.MAX_REPLY)),
-            },
-            ["action"],
-        )
-        | {
-            "description": "`start` → set_in_progress, `address` → address_annotation (with "
-            "optional `replacedText`, `message`: an agent reply stored with the status, "
-            "`deleted`: the text was deleted as asked), `accept`, `reopen` (with an optional "
-            "follow-up `note`, added as a reviewer reply; it sends the note back to the agent "
-            "at once)."
-        },
+        "StatusInput": status_input,
+        "PageNoteStatusInput": page_note_status_input,
         "Review": _object(
             {
                 "id": string,
@@ -343,8 +486,8 @@ def _schemas() -> dict[str, Any]:
         "ReviewInput": _object(
             {
                 "mode": _nullable({"type": "string", "enum": list(REVIEW_MODES)}),
-                "message": _nullable(_string(v.MAX_MESSAGE)),
-                "author": _nullable(_string(v.MAX_AUTHOR)),
+                "message": _text(v.MAX_MESSAGE, nullable=True),
+                "author": _text(v.MAX_AUTHOR, nullable=True),
                 "ids": _nullable(
                     {
                         "type": "array",
@@ -361,7 +504,7 @@ def _schemas() -> dict[str, Any]:
         },
         "AnchorInput": _object(
             {
-                "pageUrl": _string(v.MAX_PAGE_URL, pattern="^/"),
+                "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
                 "text": string,
                 "includeResolved": {"type": "boolean"},
             },
@@ -546,7 +689,11 @@ def _paths() -> dict[str, Any]:
             "post": lifecycle_ops["replies"] | {"summary": "Add a reply to a page note"}
         },
         "/__annotate/api/page-notes/{id}/status": {
-            "post": lifecycle_ops["status"] | {"summary": "Change a page note's status"}
+            "post": lifecycle_ops["status"]
+            | {
+                "summary": "Change a page note's status",
+                "requestBody": _body(_ref("PageNoteStatusInput")),
+            }
         },
         "/__annotate/api/reviews": {
             "get": _op(
@@ -640,7 +787,7 @@ def _paths() -> dict[str, Any]:
                 params=[
                     _query(
                         "since",
-                        {"type": "integer", "minimum": 0},
+                        {"type": "integer", "minimum": 0, "maximum": MAX_CURSOR},
                         "Cursor from the previous answer. Without it, the answer is immediate "
                         "and carries only the current cursor.",
                     ),

@@ -8,8 +8,10 @@ refuses all of that before any route runs:
 1. `Host` must be a loopback name or a host the user chose (`--host`): no DNS rebinding → 403;
 2. an `Origin` header, when present, must be the server's own origin → 403;
 3. every API request carries the project's token in `X-Annotate-Token` → 401;
-4. with `read_only`, every API write is refused → 405;
-5. request bodies must be `application/json` → 415, and are read with a size limit (1 MB; 8 MB
+4. the API route must exist (→ 404) and take the method (→ 405 with the route's `Allow`), checked
+   before the body so that a `PUT` is told about the method, not its content type (issue #17);
+5. with `read_only`, every API write is refused → 405;
+6. request bodies must be `application/json` → 415, and are read with a size limit (1 MB; 8 MB
    for the anchor route) while they stream in, whatever `Content-Length` claims → 413.
 
 `CatchAll` turns any unexpected exception into a bare 500 `{error, code}`: no traceback ever leaves.
@@ -31,6 +33,8 @@ from .responses import (
     FORBIDDEN_HOST,
     FORBIDDEN_ORIGIN,
     INTERNAL,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
     READ_ONLY,
     TOO_LARGE,
     UNAUTHORIZED,
@@ -44,6 +48,8 @@ __all__ = [
     "TOKEN_HEADER",
     "CatchAll",
     "Guard",
+    "HostCheck",
+    "allow_header",
     "host_name",
     "is_loopback",
 ]
@@ -62,6 +68,8 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 WRITE_METHODS = BODY_METHODS
 # Writes that store nothing: allowed on a read-only server.
 READ_ONLY_POSTS = frozenset({ANCHOR_PATH})
+READ_METHODS = ("GET", "HEAD")
+METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 def host_name(value: str) -> str | None:
@@ -103,6 +111,35 @@ def _names(hosts: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+class HostCheck:
+    """Whether a `Host` header names this server: a loopback name or one of `allowed_hosts`
+    (the `--host` the user chose). Anything else may be a DNS-rebinding name, which would make an
+    attacker's page same-origin with this server. Used by `Guard` and, for the pages of
+    `mkdocs serve`, by mkdocs_plugin/serve.py."""
+
+    def __init__(self, allowed_hosts: Iterable[str] = ()) -> None:
+        self.allowed = _names(allowed_hosts)
+
+    def __call__(self, raw_host: str) -> bool:
+        name = host_name(raw_host)
+        return name is not None and (is_loopback(name) or name in self.allowed)
+
+    @staticmethod
+    def refusal(raw_host: str) -> str:
+        return (
+            f"Host {raw_host!r} is not allowed: use a loopback address such as 127.0.0.1 or "
+            "localhost, or the host the server was started with (--host, mkdocs serve -a)"
+        )
+
+
+def allow_header(methods: Iterable[str]) -> str:
+    """The `Allow` value for `methods`, in a fixed order (HEAD wherever GET is)."""
+    names = set(methods)
+    if "GET" in names:
+        names.add("HEAD")
+    return ", ".join(m for m in METHOD_ORDER if m in names)
+
+
 class Guard:
     """The checks of the module docstring, as pure ASGI middleware (it must see the raw body)."""
 
@@ -113,11 +150,14 @@ class Guard:
         token: Callable[[], str],
         read_only: bool = False,
         allowed_hosts: Iterable[str] = (),
+        methods: Callable[[str], Iterable[str] | None],
     ) -> None:
+        """`methods(path)`: the methods the API route at `path` takes, None when there is none."""
         self.app = app
         self.token = token
         self.read_only = read_only
-        self.allowed_hosts = _names(allowed_hosts)
+        self.host_ok = HostCheck(allowed_hosts)
+        self.methods = methods
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -125,7 +165,9 @@ class Guard:
             return
         headers = Headers(scope=scope)
         refusal = self._refuse(scope, headers)
-        if refusal is None and scope["type"] == "http" and scope["path"].startswith(API_PREFIX):
+        path = scope["path"]
+        is_api = path.startswith(API_PREFIX) or path == API_PREFIX[:-1]
+        if refusal is None and scope["type"] == "http" and is_api:
             refusal = self._refuse_api(scope, headers)
             if refusal is None and scope["method"] in BODY_METHODS:
                 limit = ANCHOR_BODY_LIMIT if scope["path"] == ANCHOR_PATH else BODY_LIMIT
@@ -153,15 +195,8 @@ class Guard:
 
     def _refuse(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
         raw_host = headers.get("host", "")
-        name = host_name(raw_host)
-        if name is None or not (is_loopback(name) or name in self.allowed_hosts):
-            # DNS rebinding: an attacker's name resolving to 127.0.0.1 makes their page same-origin.
-            return (
-                403,
-                FORBIDDEN_HOST,
-                f"Host {raw_host!r} is not allowed: use a loopback address such as "
-                "127.0.0.1 or localhost, or the host given to --host",
-            )
+        if not self.host_ok(raw_host):
+            return (403, FORBIDDEN_HOST, HostCheck.refusal(raw_host))
         origin = headers.get("origin")
         if origin is not None:
             own = {f"http://{raw_host.strip().lower()}"}
@@ -185,13 +220,24 @@ class Guard:
         # Header values arrive as latin-1; compare bytes in constant time.
         if not hmac.compare_digest(sent.encode("latin-1"), self.token().encode("latin-1")):
             return (401, UNAUTHORIZED, f"Wrong {TOKEN_HEADER}: reload the page to get the new one")
-        method = scope["method"]
-        if self.read_only and method in WRITE_METHODS and scope["path"] not in READ_ONLY_POSTS:
+        method, path = scope["method"], scope["path"]
+        allowed = self.methods(path)
+        if allowed is None:
+            return (404, NOT_FOUND, f"No route {path}")
+        allowed = frozenset(allowed)
+        if method not in allowed and not (method == "HEAD" and "GET" in allowed):
+            return (
+                405,
+                METHOD_NOT_ALLOWED,
+                f"Method {method} is not allowed on {path}",
+                {"Allow": allow_header(allowed)},
+            )
+        if self.read_only and method in WRITE_METHODS and path not in READ_ONLY_POSTS:
             return (
                 405,
                 READ_ONLY,
                 "This server is read-only (--read-only): notes cannot be changed here",
-                {"Allow": "GET, HEAD"},
+                {"Allow": allow_header(allowed & frozenset(READ_METHODS))},
             )
         if method in BODY_METHODS and (method != "DELETE" or _has_body(headers)):
             content_type = headers.get("content-type", "")

@@ -25,6 +25,7 @@ from .responses import NOT_FOUND, error_response
 
 __all__ = [
     "CONFIG_ID",
+    "FRAME_HEADERS",
     "OVERLAY_URL",
     "OverlayAsset",
     "SiteFiles",
@@ -42,6 +43,14 @@ _CONFIG_BLOCK = re.compile(
     rb'<script type="application/json" id="annotate-config">(.*?)</script>', re.S
 )
 HTML_SUFFIXES = (".html", ".htm")
+# Every page carrying the overlay: no other site may frame it, or it could overlay its own bait on
+# Accept, Delete or Send to agent (clickjacking, issue #17). 'self', not 'none': a page of the same
+# site may frame another (an embedded example), and it already holds the token. X-Frame-Options is
+# for browsers without CSP level 2; where both are present, frame-ancestors wins.
+FRAME_HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'self'",
+    "X-Frame-Options": "SAMEORIGIN",
+}
 NOT_FOUND_HTML = (
     b"<!doctype html>\n<html><head><meta charset=utf-8><title>404 Not found</title></head>"
     b"<body><h1>404 Not found</h1></body></html>\n"
@@ -196,7 +205,11 @@ class SiteFiles:
             inject(content, self.snippet()),
             status_code=status,
             media_type="text/html",
-            headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
+            headers={
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+                **FRAME_HEADERS,
+            },
         )
 
     def not_found(self) -> Response:
