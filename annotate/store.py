@@ -843,9 +843,11 @@ class Store:
         return reconcile.Locator(self.project_dir, registered=self._registered_page)
 
     def _registered_page(self, page_url: str) -> str | None:
-        row = self._follow_file().execute(
-            "SELECT src_path FROM pages WHERE page_url = ?", (page_url,)
-        ).fetchone()
+        row = (
+            self._follow_file()
+            .execute("SELECT src_path FROM pages WHERE page_url = ?", (page_url,))
+            .fetchone()
+        )
         return row[0] if row else None
 
     # -- page URLs (annotate/urls.py) ------------------------------------------------------
@@ -866,12 +868,16 @@ class Store:
         marks = ",".join("?" * len(forms))
         # Through _follow_file, as a transaction would: this read runs before the write it
         # names the page for, and a deleted store must be recreated first (issue #17).
-        found = self._follow_file().execute(
-            f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
-            f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
-            f"SELECT page_url, 0 FROM pages WHERE page_url IN ({marks})",
-            forms * 3,
-        ).fetchall()
+        found = (
+            self._follow_file()
+            .execute(
+                f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
+                f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
+                f"SELECT page_url, 0 FROM pages WHERE page_url IN ({marks})",
+                forms * 3,
+            )
+            .fetchall()
+        )
         for wanted in (1, 0):
             known = {url for url, notes in found if notes == wanted}
             for form in forms:

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .. import __version__
+from .. import __version__, urls
 from .. import validation as validate
 from ..errors import AnnotateError, ValidationError
 from ..store import Store
@@ -153,8 +153,15 @@ def _allow(request: Request, *names: str) -> None:
 
 
 def _page(request: Request) -> str | None:
-    # Any way of writing the page (`/guide`, a full URL, …): the store brings it to its form.
-    return request.query_params.get("page")
+    # Any way of writing the page (`/guide`, a full URL, …): the store brings it to its form;
+    # what names no page at all is refused here, under this parameter's name.
+    value = request.query_params.get("page")
+    if value is None:
+        return None
+    if not value.strip():
+        raise ValidationError("page must not be blank", "page")
+    validate.page_url(urls.clean(value), "page")
+    return value
 
 
 def _bool(request: Request, name: str, default: bool = False) -> bool:
