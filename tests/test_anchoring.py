@@ -12,13 +12,13 @@ import pytest
 from annotate.anchoring import (
     CONTEXT_LENGTH,
     Match,
+    PageIndex,
     Selector,
     TextIndex,
     build_selector,
     locate,
     locate_many,
 )
-from annotate.pageindex import PageIndex
 
 # The text of a rendered Material page, as the overlay reads it: headings, paragraphs wrapped like
 # their Markdown source, a code block, and the same admonition twice.
@@ -422,7 +422,7 @@ def test_locate_many_looks_near_the_neighbours_before_searching_the_whole_text()
     found = locate_many(index, selectors)
     assert found == [locate(page, **selector) for selector in selectors]
     assert [m.method for m in found if m] == ["exact", "fuzzy", "fuzzy", "exact"]
-    assert index._scans == 0 and not index._complete  # no word pair was looked up
+    assert not index.searched  # no word pair was looked up
 
 
 def test_locate_many_follows_a_run_of_edited_quotes_from_the_first_one_found() -> None:
@@ -578,7 +578,7 @@ def test_page_index_is_shared_by_threads() -> None:
 
 
 def test_every_whitespace_character_but_the_space_is_unprintable() -> None:
-    # `_fold` leaves a printable string as it is.
+    # `text.fold` leaves a printable string as it is.
     assert not [
         c
         for c in map(chr, range(sys.maxunicode + 1))
