@@ -1,9 +1,15 @@
-"""Benchmark re-anchoring (SPEC §5): `annotate.anchoring` against a port of Hypothesis's matchQuote.
+"""Benchmark re-anchoring (SPEC §5): `annotate.anchoring` against ports of Hypothesis's matchQuote.
 
 A generated ~1 MB rendered page (prose, headings, lists, code, boilerplate paragraphs repeated all
 over it) is edited the way a docs site changes between two reviews: blocks inserted, deleted and
 moved, words changed, paragraphs reflowed. 200 quotes in six categories plus 20 deleted ones are
 re-anchored; the truth comes from tracking the origin of every character through the edits.
+
+Two ports of hypothesis/client `src/annotator/anchoring/match-quote.ts` are the baselines: one whose
+approximate search is rapidfuzz's `partial_ratio_alignment`, and a faithful one backed by edlib
+(Myers' bit-vector search, as approx-string-match): the single-call row compares `locate` called
+quote by quote on the bare text (as a script would) with the latter. edlib is needed by this
+benchmark only: `.venv/bin/pip install edlib`.
 
 Run: .venv/bin/python benchmarks/anchoring.py [--seed N] [--no-baseline]
 """
@@ -35,6 +41,14 @@ from annotate.anchoring import (  # noqa: E402
     locate,
     locate_many,
 )
+from annotate.anchoring.index import forget_shared  # noqa: E402
+
+try:
+    import edlib
+except ImportError:  # a benchmark-only package, not a dependency of mkdocs-annotate
+    raise SystemExit(
+        "benchmarks/anchoring.py needs edlib for its matchQuote port: .venv/bin/pip install edlib"
+    ) from None
 
 SEED = 20240611
 TARGET_CHARS = 1_000_000
@@ -541,6 +555,58 @@ def match_quote(text: str, quote: str, prefix: str, suffix: str, hint: int | Non
     return best[0], best[1]
 
 
+def edlib_search(text: str, pattern: str, max_errors: float) -> list[tuple[int, int, int]]:
+    """`search` of match-quote.ts: the exact occurrences if any, else approx-string-match's answer
+    (every match with the lowest error count, at most `max_errors`), here from edlib's infix
+    ("HW") alignment, which reports the same: all locations of the best edit distance."""
+    exact = []
+    at = text.find(pattern)
+    while at != -1:
+        exact.append((at, at + len(pattern), 0))
+        at = text.find(pattern, at + 1)
+    if exact:
+        return exact
+    found = edlib.align(pattern, text, mode="HW", task="locations", k=int(max_errors))
+    if found["editDistance"] == -1:
+        return []
+    return [(start, end + 1, found["editDistance"]) for start, end in found["locations"]]
+
+
+def edlib_text_match_score(text: str, pattern: str) -> float:
+    """`textMatchScore` of match-quote.ts."""
+    if not pattern or not text:
+        return 0.0
+    return 1 - edlib_search(text, pattern, len(pattern))[0][2] / len(pattern)
+
+
+def match_quote_edlib(text: str, quote: str, prefix: str, suffix: str, hint: int | None):
+    """Port of hypothesis/client src/annotator/anchoring/match-quote.ts `matchQuote`, line for
+    line, with approx-string-match replaced by edlib (see `edlib_search`)."""
+    if not quote:
+        return None
+    max_errors = min(256, len(quote) / 2)
+    matches = edlib_search(text, quote, max_errors)
+    if not matches:
+        return None
+
+    def score(match: tuple[int, int, int]) -> float:
+        start, end, errors = match
+        quote_score = 1 - errors / len(quote)
+        prefix_score = (
+            edlib_text_match_score(text[max(0, start - len(prefix)) : start], prefix)
+            if prefix
+            else 1.0
+        )
+        suffix_score = (
+            edlib_text_match_score(text[end : end + len(suffix)], suffix) if suffix else 1.0
+        )
+        pos_score = 1.0 if hint is None else 1.0 - abs(start - hint) / len(text)
+        return (50 * quote_score + 20 * prefix_score + 20 * suffix_score + 2 * pos_score) / 92
+
+    best = max(matches, key=score)  # the first of equal scores, as a stable sort keeps it
+    return best[0], best[1]
+
+
 # -- Run -----------------------------------------------------------------------------------------
 
 
@@ -595,15 +661,28 @@ def main() -> int:
     one = [span(locate(index, **quote.selector)) for quote in quotes]
     one_ms = timings(lambda quote: locate(index, **quote.selector), quotes)
 
+    # Ours, one quote at a time on the bare text, as a script would call it: every pass starts
+    # with no index kept (`forget_shared`), so one call of each pass pays for building it.
+    forget_shared()
+    bare = [span(locate(new_text, **quote.selector)) for quote in quotes]
+    bare_ms = timings(lambda quote: locate(new_text, **quote.selector), quotes, forget_shared)
+
     def baseline(quote: Quote) -> tuple[int, int] | None:
         s = quote.selector
         return match_quote(new_text, s["exact"], s["prefix"], s["suffix"], s["start"])
 
+    def edlib_baseline(quote: Quote) -> tuple[int, int] | None:
+        s = quote.selector
+        return match_quote_edlib(new_text, s["exact"], s["prefix"], s["suffix"], s["start"])
+
     if args.no_baseline:
         theirs, theirs_ms = [None] * len(quotes), [0.0] * len(quotes)
+        edlibs, edlib_ms = [None] * len(quotes), [0.0] * len(quotes)
     else:
         theirs = [baseline(quote) for quote in quotes]
         theirs_ms = timings(baseline, quotes)
+        edlibs = [edlib_baseline(quote) for quote in quotes]
+        edlib_ms = timings(edlib_baseline, quotes)
 
     print(f"Page: {len(old_text):,} characters before, {len(new_text):,} after; seed {args.seed}")
     lengths = [q.end - q.start for q in quotes]
@@ -613,7 +692,13 @@ def main() -> int:
         f"{TOLERANCE} characters"
     )
     print(f"Machine: {describe()}\n")
-    columns = (("locate_many", many), ("locate", one), ("matchQuote", theirs))
+    columns = (
+        ("locate_many", many),
+        ("locate", one),
+        ("locate, bare", bare),
+        ("matchQuote", theirs),
+        ("mQ edlib", edlibs),
+    )
     print(f"{'category':26} {'n':>4}" + "".join(f"{name:>14}" for name, _ in columns))
     kept = [i for i, q in enumerate(quotes) if q.category != "deleted"]
     for category in [*CATEGORIES, "deleted", "all"]:
@@ -630,7 +715,12 @@ def main() -> int:
     print(f"{'deleted, anchored wrongly':26} {DELETED:>4}" + "".join(f"{w:>14}" for w in wrong))
 
     print(f"\n{'latency per quote (ms)':26} {'median':>8} {'p90':>8} {'max':>8}")
-    for label, values in (("locate (index built)", one_ms), ("matchQuote port", theirs_ms)):
+    for label, values in (
+        ("locate (index built)", one_ms),
+        ("locate (bare text)", bare_ms),
+        ("matchQuote port", theirs_ms),
+        ("matchQuote edlib port", edlib_ms),
+    ):
         print(
             f"{label:26} {statistics.median(values):8.2f} {percentile(values, 0.9):8.2f} "
             f"{max(values):8.2f}"
@@ -638,8 +728,11 @@ def main() -> int:
     print(
         f"\nlocate_many, all {len(quotes)} quotes, index included: {batch_s * 1000:.0f} ms"
         f"\nTextIndex.build() alone (the full index locate uses one by one): {index_ms:.0f} ms"
+        f"\nlocate one by one on the bare text, all {len(quotes)} quotes: "
+        f"{sum(bare_ms):.0f} ms (the index of the text built once, kept between calls)"
         f"\nmatchQuote port, all {len(quotes)} quotes: {sum(theirs_ms) / 1000:.1f} s"
         f"\n(approximate search: rapidfuzz partial_ratio_alignment over the whole text)"
+        f"\nmatchQuote edlib port, all {len(quotes)} quotes: {sum(edlib_ms) / 1000:.1f} s"
     )
 
     accuracy = sum(hit(many[i], quotes[i].truth) for i in kept) / len(kept)
@@ -651,9 +744,14 @@ def main() -> int:
         f"max < {TARGETS['max_ms']} ms": max(one_ms) < TARGETS["max_ms"],
         f"total < {TARGETS['total_s']} s": batch_s < TARGETS["total_s"],
     }
+    if not args.no_baseline:
+        checks["bare-text locate p90 < edlib matchQuote p90"] = percentile(
+            bare_ms, 0.9
+        ) < percentile(edlib_ms, 0.9)
+    checks["bare-text locate answers as on a built index"] = bare == one
     print("\nTargets: " + "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in checks.items()))
     for i, quote in enumerate(quotes):
-        for name, found in columns[:2]:
+        for name, found in columns[:3]:
             if not hit(found[i], quote.truth):
                 print(
                     f"  {name} missed: {quote.category}, {quote.end - quote.start} characters, "
@@ -666,10 +764,15 @@ def span(match: Match | None) -> tuple[int, int] | None:
     return None if match is None else (match.start, match.end)
 
 
-def timings(run: Callable[[Quote], object], quotes: list[Quote]) -> list[float]:
-    """Milliseconds per quote, best of REPEATS."""
+def timings(
+    run: Callable[[Quote], object],
+    quotes: list[Quote],
+    before_pass: Callable[[], None] = lambda: None,
+) -> list[float]:
+    """Milliseconds per quote, best of REPEATS passes over all quotes in order."""
     best = [float("inf")] * len(quotes)
     for _ in range(REPEATS):
+        before_pass()
         for i, quote in enumerate(quotes):
             started = time.perf_counter()
             run(quote)

@@ -30,15 +30,19 @@ from .index import Index, shared
 from .selectors import Match, Method, Query, Selector
 from .text import collapse, context_similarity, find_all, fold
 from .tuning import (
+    CONTEXT_HOLDS,
     CONTEXT_PROBE_LENGTH,
     CONTEXT_REQUIRED_BELOW,
+    FUZZY_CONTEXT_REQUIRED_BELOW,
     GOOD_CONTEXT_SIMILARITY,
     MAX_POSTINGS,
     MIN_CONTEXT_SIMILARITY,
     MIN_FUZZY_LENGTH,
     MIN_NEIGHBOURS,
     MIN_QUOTE_SIMILARITY,
+    MIN_QUOTE_SIMILARITY_IN_CONTEXT,
     MIN_ROUGH_SIMILARITY,
+    MIN_UNIQUE_LENGTH,
     PREFIX_WEIGHT,
     QUOTE_WEIGHT,
     SAME_PLACE,
@@ -61,7 +65,17 @@ class _Candidate(NamedTuple):
     method: Method
 
     def match(self) -> Match:
-        return Match(self.start, self.end, 100.0 * self.similarity, self.method)
+        """The answer: 100 for the quote letter for letter where its context supports it;
+        otherwise the weighted similarity of the quote and of the context sides that were
+        stored (none stored: the quote's alone), so an edited quote, or one out of its
+        context, scores less (selectors.Match)."""
+        if self.similarity == 1.0 and _context_supports(self):
+            return Match(self.start, self.end, 100.0, self.method)
+        total, weight = QUOTE_WEIGHT * self.similarity, QUOTE_WEIGHT
+        for side, side_weight in ((self.prefix, PREFIX_WEIGHT), (self.suffix, SUFFIX_WEIGHT)):
+            if side is not None:
+                total, weight = total + side_weight * side, weight + side_weight
+        return Match(self.start, self.end, 100.0 * total / weight, self.method)
 
 
 def locate(
@@ -313,7 +327,9 @@ def _near(index: Index, query: Query, shift: int) -> _Candidate | None:
 
 
 def _approximate(index: Index, query: Query, window: Window) -> _Candidate | None:
-    """The approximate match of the quote in a window, if it is similar enough."""
+    """The approximate match of the quote in a window, if it is similar enough: at least
+    MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the context on both sides
+    holds (one word rewritten inside a short quote, issue #13)."""
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
         Levenshtein.normalized_similarity(query.collapsed, guess, score_cutoff=MIN_ROUGH_SIMILARITY)
@@ -325,11 +341,19 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
         return None
     found = collapse(index.folded[ends[0] : ends[1]])
     similarity = Levenshtein.normalized_similarity(
-        query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY
+        query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY_IN_CONTEXT
     )
-    if similarity < MIN_QUOTE_SIMILARITY:
+    if similarity < MIN_QUOTE_SIMILARITY_IN_CONTEXT:
         return None
-    return _candidate(index, query, *ends, similarity, "fuzzy", len(query.collapsed))
+    size = len(query.collapsed)
+    candidate = _candidate(index, query, *ends, similarity, "fuzzy", size)
+    if candidate is None or (
+        size < FUZZY_CONTEXT_REQUIRED_BELOW and not _context_supports(candidate)
+    ):
+        return None
+    if similarity >= MIN_QUOTE_SIMILARITY or _context_holds(candidate):
+        return candidate
+    return None
 
 
 Expected = tuple[int, int, int]  # where a quote should now start: (lowest, highest, likeliest)
@@ -421,11 +445,14 @@ def _exact_candidates(index: Index, query: Query, needle: str, method: Method) -
         if query.suffix:
             starts.update(find_all(text, needle + query.suffix[:CONTEXT_PROBE_LENGTH]))
         hits = sorted(starts)
+        unique = False
     else:
         hits = index.occurrences(needle)
+        # Found nowhere else: its context ranks it, but cannot reject it (issue #13).
+        unique = len(hits) == 1 and size >= MIN_UNIQUE_LENGTH
     candidates = []
     for hit in hits:
-        candidate = _candidate(index, query, hit, hit + len(needle), 1.0, method, size)
+        candidate = _candidate(index, query, hit, hit + len(needle), 1.0, method, size, unique)
         if candidate is not None:
             candidates.append(candidate)
     return candidates
@@ -439,8 +466,10 @@ def _candidate(
     similarity: float,
     method: Method,
     size: int,
+    unique: bool = False,
 ) -> _Candidate | None:
-    """Score a span; `None` for a short quote whose context agrees on neither side."""
+    """Score a span; `None` for a short quote whose context agrees on neither side, unless it
+    is the `unique` occurrence of the quote."""
     text = index.folded
     prefix = (
         context_similarity(query.prefix, text[max(0, start - len(query.prefix)) : start])
@@ -453,7 +482,7 @@ def _candidate(
         else None
     )
     candidate = _Candidate(start, end, similarity, prefix, suffix, 0.0, method)
-    if size < CONTEXT_REQUIRED_BELOW and not _context_supports(candidate):
+    if size < CONTEXT_REQUIRED_BELOW and not unique and not _context_supports(candidate):
         return None
     score = (
         QUOTE_WEIGHT * similarity
@@ -466,6 +495,12 @@ def _candidate(
 def _context_supports(candidate: _Candidate) -> bool:
     sides = [side for side in (candidate.prefix, candidate.suffix) if side is not None]
     return not sides or max(sides) >= MIN_CONTEXT_SIMILARITY
+
+
+def _context_holds(candidate: _Candidate) -> bool:
+    """Both sides of the context were stored and are (nearly) unchanged."""
+    sides = (candidate.prefix, candidate.suffix)
+    return all(side is not None and side >= CONTEXT_HOLDS for side in sides)
 
 
 def _context_agrees(candidate: _Candidate) -> bool:

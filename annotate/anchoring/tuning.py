@@ -39,6 +39,10 @@ MIN_FUZZY_LENGTH = 8
 CONTEXT_PROBE_LENGTH = 8
 # A quote shorter than this is only found where one side of its context still agrees ...
 CONTEXT_REQUIRED_BELOW = 32
+# An approximate match of a quote shorter than this needs it too: a look-alike of a short quote
+# stands out of context too easily ("Made with Material for MkDocs" and "MkDocs, Material for
+# MkDocs" are 0.76 alike), and a deleted quote must anchor nowhere.
+FUZZY_CONTEXT_REQUIRED_BELOW = 40
 # ... unless it occurs exactly once and is at least this long: a unique occurrence is found
 # whatever its context says, which only ranks several (issue #13, class 2: a paragraph inserted
 # just above a quote rewrites its prefix).
