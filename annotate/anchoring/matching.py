@@ -36,6 +36,7 @@ from .tuning import (
     FUZZY_CONTEXT_REQUIRED_BELOW,
     GOOD_CONTEXT_SIMILARITY,
     MAX_POSTINGS,
+    MAX_REWRITTEN_WORDS,
     MIN_CONTEXT_SIMILARITY,
     MIN_FUZZY_LENGTH,
     MIN_NEIGHBOURS,
@@ -347,13 +348,36 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
         return None
     size = len(query.collapsed)
     candidate = _candidate(index, query, *ends, similarity, "fuzzy", size)
-    if candidate is None or (
-        size < FUZZY_CONTEXT_REQUIRED_BELOW and not _context_supports(candidate)
-    ):
+    if candidate is None:
         return None
-    if similarity >= MIN_QUOTE_SIMILARITY or _context_holds(candidate):
-        return candidate
-    return None
+    # A short quote, or a quote rewritten this much, is only an edit of what stands there if one
+    # run of its words changed (else it is a sibling sentence), in its context.
+    short = size < FUZZY_CONTEXT_REQUIRED_BELOW
+    if short and not _context_supports(candidate):
+        return None
+    if (short or similarity < MIN_QUOTE_SIMILARITY) and not _one_word_apart(query.collapsed, found):
+        return None
+    if similarity < MIN_QUOTE_SIMILARITY and not _context_holds(candidate):
+        return None
+    return candidate
+
+
+def _one_word_apart(quote: str, found: str) -> bool:
+    """Whether `found` is `quote` with one run of its words rewritten: one word, by at most
+    MAX_REWRITTEN_WORDS. A sibling sentence of a list of settings ("all tags and pages" against
+    "no tags or pages") differs in several places, and is not an edit of the quote."""
+    head = _common_length(quote, found)
+    tail = _common_length(quote[head:][::-1], found[head:][::-1])
+    old, new = quote[head : len(quote) - tail].split(), found[head : len(found) - tail].split()
+    return len(old) <= 1 and len(new) <= MAX_REWRITTEN_WORDS
+
+
+def _common_length(a: str, b: str) -> int:
+    """How many characters `a` and `b` share at their start."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
 
 
 Expected = tuple[int, int, int]  # where a quote should now start: (lowest, highest, likeliest)

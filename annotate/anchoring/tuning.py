@@ -33,15 +33,19 @@ MIN_QUOTE_SIMILARITY = 0.75
 # between an intact prefix and suffix.
 MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
 CONTEXT_HOLDS = 0.85  # each side, for the lower threshold above
+# ... and only where one word of the quote was rewritten, into at most this many.
+MAX_REWRITTEN_WORDS = 2
 # Shorter quotes look like too many places to be matched approximately: exact hits next to a piece
 # of their old context only.
 MIN_FUZZY_LENGTH = 8
 CONTEXT_PROBE_LENGTH = 8
 # A quote shorter than this is only found where one side of its context still agrees ...
 CONTEXT_REQUIRED_BELOW = 32
-# An approximate match of a quote shorter than this needs it too: a look-alike of a short quote
-# stands out of context too easily ("Made with Material for MkDocs" and "MkDocs, Material for
-# MkDocs" are 0.76 alike), and a deleted quote must anchor nowhere.
+# An approximate match of a quote shorter than this needs it too, and must differ from the quote
+# by one run of words (MAX_REWRITTEN_WORDS): a look-alike of a short quote stands elsewhere too
+# easily ("Made with Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the
+# sibling sentences of a settings list, "left empty, all tags and pages" and "left empty, no tags
+# or pages", 0.8), and a deleted quote must anchor nowhere.
 FUZZY_CONTEXT_REQUIRED_BELOW = 40
 # ... unless it occurs exactly once and is at least this long: a unique occurrence is found
 # whatever its context says, which only ranks several (issue #13, class 2: a paragraph inserted
