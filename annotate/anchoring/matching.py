@@ -70,7 +70,8 @@ class _Candidate(NamedTuple):
         otherwise the weighted similarity of the quote and of the context sides that were
         stored (none stored: the quote's alone), so an edited quote, or one out of its
         context, scores less (selectors.Match)."""
-        if self.similarity == 1.0 and _context_supports(self):
+        # `score` is 1 for the quote and its whole context unchanged: most answers, no lists.
+        if self.score == 1.0 or (self.similarity == 1.0 and _context_supports(self)):
             return Match(self.start, self.end, 100.0, self.method)
         total, weight = QUOTE_WEIGHT * self.similarity, QUOTE_WEIGHT
         for side, side_weight in ((self.prefix, PREFIX_WEIGHT), (self.suffix, SUFFIX_WEIGHT)):
