@@ -87,10 +87,10 @@ MAX_EDGE_ERRORS = 0.35
 SCANS_BEFORE_FULL_INDEX = 2
 # `locate` on a bare string keeps the indexes of the texts it saw last, so that a script
 # re-anchoring quotes one at a time in one text builds its index once (issue #13, speed): at
-# most this many texts, and this many characters in all (a full index costs ~40 bytes per
-# character of text).
+# most this many texts, and this many characters in all. A complete index keeps ~20 bytes per
+# character of text (tracemalloc, the 1 MB page of benchmarks/anchoring.py): 40 MB at most.
 SHARED_INDEXES = 4
-SHARED_INDEX_CHARS = 4_000_000
+SHARED_INDEX_CHARS = 2_000_000
 # Texts shorter than this are not kept: indexing them costs less than remembering them.
 SHARED_INDEX_MIN_CHARS = 20_000
 
