@@ -26,7 +26,7 @@ from rapidfuzz.distance import Levenshtein
 
 from . import approximate
 from .approximate import Window
-from .index import Index, shared
+from .index import Index, TextIndex, shared
 from .selectors import Match, Method, Query, Selector
 from .text import collapse, context_similarity, find_all, fold
 from .tuning import (
@@ -111,7 +111,9 @@ def locate_many(text: str | Index, selectors: Iterable[Any]) -> list[Match | Non
     place nearest its old position shifted as much as its nearest neighbours on the page moved
     wins, rather than the place nearest its old position: edits above drift every offset.
     """
-    index = shared(text) if isinstance(text, str) else text
+    # One call per page: an index of its own, not one kept for the next call (`locate` keeps
+    # one; a page's next version needs a `PageIndex`).
+    index = TextIndex(text) if isinstance(text, str) else text
     coerced = [Selector.coerce(selector) for selector in selectors]
     finalists = _page_steps(index, coerced)
     chosen = [
