@@ -147,7 +147,7 @@ class TextIndex:
         postings: defaultdict[int, list[int]] = defaultdict(list)
         for key, start in zip(self._keys, starts(self._words), strict=False):
             postings[key].append(start)
-        self._postings = dict(postings)
+        self._postings = postings
         self._complete = True
         # Only the postings are needed from now on: the words and keys cost as much again.
         for name in ("_words", "_keys", "_ends"):
