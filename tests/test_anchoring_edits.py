@@ -140,6 +140,25 @@ def test_a_deleted_short_quote_anchors_nowhere(quote: str, word: str, new: str) 
     assert locate_many(after, [selector]) == [None]
 
 
+def test_a_deleted_setting_does_not_land_on_its_sibling() -> None:
+    # A settings reference repeats its sentences with a few words changed: when one setting is
+    # deleted, its sibling is not an edit of it (two runs of words differ, not one).
+    author = "site_author\nSet the name of the author. This adds a meta tag to the page header.\n"
+    description = (
+        "site_description\nSet the site description. This adds a meta tag to the page header.\n"
+    )
+    page = f"Settings\n{author}{description}Theme\nChoose a theme for the whole site.\n"
+    quote = "of the author. This adds a meta tag to the page header."
+    selector = select(page, quote)
+    after = page.replace(author, "")
+    assert locate(after, **selector) is None
+    assert locate_many(after, [selector]) == [None]
+    # The same sentence with one run of its words rewritten is an edit, and is followed.
+    edited = page.replace("of the author", "of the site's author")
+    match = locate(edited, **selector)
+    assert match is not None and match.start == edited.index("of the site's author")
+
+
 def test_a_rewritten_short_quote_anchors_nowhere() -> None:
     quote = "Navigation tabs are rendered below"
     selector = select(page_with(quote), quote)

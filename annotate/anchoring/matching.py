@@ -43,6 +43,7 @@ from .tuning import (
     MIN_QUOTE_SIMILARITY,
     MIN_QUOTE_SIMILARITY_IN_CONTEXT,
     MIN_ROUGH_SIMILARITY,
+    MIN_SIMILARITY_ANY_EDIT,
     MIN_UNIQUE_LENGTH,
     PREFIX_WEIGHT,
     QUOTE_WEIGHT,
@@ -353,26 +354,28 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
     candidate = _candidate(index, query, *ends, similarity, "fuzzy", size)
     if candidate is None:
         return None
-    # A short quote, or a quote rewritten this much, is only an edit of what stands there if one
-    # run of its words changed (else it is a sibling sentence), in its context.
+    # A short quote, or one rewritten this much, is only an edit of what stands there if one run
+    # of its words changed (else it is a sibling sentence), in its context.
     short = size < FUZZY_CONTEXT_REQUIRED_BELOW
-    if short and not _context_supports(candidate):
+    if short and not _context_holds(candidate):
         return None
-    if (short or similarity < MIN_QUOTE_SIMILARITY) and not _one_word_apart(query.collapsed, found):
+    if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not _one_edit_apart(
+        query.collapsed, found
+    ):
         return None
     if similarity < MIN_QUOTE_SIMILARITY and not _context_holds(candidate):
         return None
     return candidate
 
 
-def _one_word_apart(quote: str, found: str) -> bool:
-    """Whether `found` is `quote` with one run of its words rewritten: one word, by at most
-    MAX_REWRITTEN_WORDS. A sibling sentence of a list of settings ("all tags and pages" against
-    "no tags or pages") differs in several places, and is not an edit of the quote."""
+def _one_edit_apart(quote: str, found: str) -> bool:
+    """Whether `found` is `quote` with one run of at most MAX_REWRITTEN_WORDS words rewritten
+    into at most as many. Sibling sentences of a settings reference ("left empty, all tags and
+    pages" against "left empty, no tags or pages") differ in several places: not an edit."""
     head = _common_length(quote, found)
     tail = _common_length(quote[head:][::-1], found[head:][::-1])
     old, new = quote[head : len(quote) - tail].split(), found[head : len(found) - tail].split()
-    return len(old) <= 1 and len(new) <= MAX_REWRITTEN_WORDS
+    return len(old) <= MAX_REWRITTEN_WORDS and len(new) <= MAX_REWRITTEN_WORDS
 
 
 def _common_length(a: str, b: str) -> int:
@@ -525,9 +528,9 @@ def _context_supports(candidate: _Candidate) -> bool:
 
 
 def _context_holds(candidate: _Candidate) -> bool:
-    """Both sides of the context were stored and are (nearly) unchanged."""
-    sides = (candidate.prefix, candidate.suffix)
-    return all(side is not None and side >= CONTEXT_HOLDS for side in sides)
+    """The context was stored and every side of it is (nearly) unchanged."""
+    sides = [side for side in (candidate.prefix, candidate.suffix) if side is not None]
+    return bool(sides) and min(sides) >= CONTEXT_HOLDS
 
 
 def _context_agrees(candidate: _Candidate) -> bool:
