@@ -11,17 +11,25 @@ approximate search is rapidfuzz's `partial_ratio_alignment`, and a faithful one 
 quote by quote on the bare text (as a script would) with the latter. edlib is needed by this
 benchmark only: `.venv/bin/pip install edlib`.
 
-Run: .venv/bin/python benchmarks/anchoring.py [--seed N] [--no-baseline]
+With `--markdown DOCS_DIR` it checks real Markdown instead (a docs folder of a site that no one
+here wrote, e.g. a clone of mkdocs-material's `docs/`): 200 plain paragraphs, a quote in each
+(half of 30-39 characters), as `sourcemap` sees the page; then one word rewritten inside the
+quote, a paragraph inserted just above it, or its paragraph deleted, and each located again with
+`locate_in_markdown` (and with `locate` on the projected text, before sourcemap's own filters).
+
+Run: .venv/bin/python benchmarks/anchoring.py [--seed N] [--no-baseline] [--markdown DOCS_DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import time
 from array import array
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +43,7 @@ sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 from _machine import describe  # noqa: E402
 
 from annotate.anchoring import (  # noqa: E402
+    CONTEXT_LENGTH,
     Match,
     TextIndex,
     build_selector,
@@ -42,6 +51,7 @@ from annotate.anchoring import (  # noqa: E402
     locate_many,
 )
 from annotate.anchoring.index import forget_shared  # noqa: E402
+from annotate.sourcemap import locate_in_markdown, normalise, project_markdown  # noqa: E402
 
 try:
     import edlib
@@ -625,11 +635,169 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+# -- Real Markdown ------------------------------------------------------------------------------
+
+MARKDOWN_PARAGRAPHS = 200
+# Lines of a paragraph whose rendered text is its source text: no markup, no list or heading.
+MARKUP = re.compile(r"[*`\[\]<>{}+_=|#!\\]|^\s|^[-0-9]|:$|https?:")
+INSERTED = "An agent added this paragraph just above the passage."
+
+
+def plain_paragraphs(docs: Path) -> list[tuple[Path, str, int, int]]:
+    """(file, source, first line, end line) of each paragraph of plain prose outside fences."""
+    found = []
+    for path in sorted(docs.rglob("*.md")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.split("\n")
+        fence, i = False, 0
+        while i < len(lines):
+            if lines[i].lstrip().startswith(("```", "~~~")):
+                fence = not fence
+            if fence or not lines[i].strip() or MARKUP.search(lines[i]):
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j].strip() and not MARKUP.search(lines[j]):
+                j += 1
+            before_blank = i == 0 or not lines[i - 1].strip()
+            after_blank = j == len(lines) or not lines[j].strip()
+            if before_blank and after_blank and len(" ".join(lines[i:j]).split()) >= 12:
+                found.append((path, source, i, j))
+            i = j + 1
+    return found
+
+
+def markdown_check(docs: Path, seed: int) -> int:
+    """One-word edits, inserts above and deletions around quotes of real paragraphs."""
+    rng = random.Random(seed)
+    paragraphs = plain_paragraphs(docs)
+    rng.shuffle(paragraphs)
+    vocabulary = sorted(
+        {
+            word
+            for _, source, i, j in paragraphs
+            for word in " ".join(source.split("\n")[i:j]).split()
+            if word.isalpha() and 4 <= len(word) <= 9
+        }
+    )
+    rows: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    scores: dict[tuple[str, str], list[float]] = defaultdict(list)
+    done = 0
+    for _, source, i, j in paragraphs:
+        if done == MARKDOWN_PARAGRAPHS:
+            break
+        bucket = "30-39" if done % 2 == 0 else "40-160"
+        words = " ".join(source.split("\n")[i:j]).split()
+        rendered = " ".join(project_markdown(source).text.split())
+        quote = None
+        for _ in range(50):
+            a = rng.randrange(1, len(words) - 3)
+            target = 30 if bucket == "30-39" else rng.randint(40, 160)
+            b = a + 1
+            while b < len(words) and len(" ".join(words[a:b])) < target:
+                b += 1
+            candidate = " ".join(words[a:b])
+            if (len(candidate) < 40) == (bucket == "30-39") and len(candidate) >= 30:
+                quote = candidate
+                break
+        if quote is None or rendered.count(quote) != 1:
+            continue
+        at = rendered.index(quote)
+        context = {
+            "prefix": rendered[max(0, at - CONTEXT_LENGTH) : at],
+            "suffix": rendered[at + len(quote) : at + len(quote) + CONTEXT_LENGTH],
+        }
+        found = locate_in_markdown(source, quote, **context)
+        if found is None or not i < found.line_start <= j:
+            continue  # not mapped right before any edit: not this benchmark's question
+        done += 1
+        lines = source.split("\n")
+        inner = [k for k, w in enumerate(quote.split()[1:-1], 1) if w.isalpha() and len(w) >= 3]
+        if inner:
+            k = rng.choice(inner)
+            edited_words = quote.split()
+            old = edited_words[k].lower()
+            edited_words[k] = rng.choice([w for w in vocabulary if w.lower() != old])
+            paragraph = " ".join(" ".join(lines[i:j]).split())
+            edited = paragraph.replace(quote, " ".join(edited_words), 1)
+            check_markdown(
+                rows,
+                scores,
+                ("one word rewritten", bucket),
+                "\n".join([*lines[:i], edited, *lines[j:]]),
+                quote,
+                context,
+                i + 1,
+            )
+        inserted = "\n".join([*lines[:i], INSERTED, "", *lines[i:]])
+        check_markdown(
+            rows,
+            scores,
+            ("paragraph inserted just above", bucket),
+            inserted,
+            quote,
+            context,
+            found.line_start + 2,
+        )
+        deleted = "\n".join([*lines[:i], *lines[j + 1 :]])
+        check_markdown(rows, scores, ("paragraph deleted", bucket), deleted, quote, context, None)
+
+    print(f"Real Markdown: {done} paragraphs of {docs}; seed {seed}")
+    print(f"Machine: {describe()}\n")
+    header = f"{'edit':32} {'quote':>7} {'n':>4} {'right':>6} {'stale':>6} {'wrong':>6} {'locate':>7} {'scores':>12}"
+    print(header)
+    for (kind, bucket), counts in sorted(rows.items()):
+        found = sorted(scores[(kind, bucket)])
+        spread = f"{found[0]:.0f}-{found[-1]:.0f}" if found else "-"
+        print(
+            f"{kind:32} {bucket:>7} {counts['n']:>4} {counts['right']:>6} {counts['stale']:>6} "
+            f"{counts['wrong']:>6} {counts['located']:>7} {spread:>12}"
+        )
+    print(
+        "\nright: at the expected lines (deleted: not found); stale: not found; wrong: other lines "
+        "(deleted: anchored on other text);\nlocate: found by `locate` in the projected text, "
+        "before locate_in_markdown's own filters; scores: of the right ones"
+    )
+    return 0
+
+
+def check_markdown(
+    rows: dict,
+    scores: dict,
+    key: tuple[str, str],
+    source: str,
+    quote: str,
+    context: dict,
+    line: int | None,
+) -> None:
+    counts = rows[key]
+    counts["n"] += 1
+    found = locate_in_markdown(source, quote, **context)
+    text, _ = normalise(project_markdown(source).text)
+    needle, prefix, suffix = (
+        normalise(part)[0] for part in (quote, context["prefix"], context["suffix"])
+    )
+    located = locate(text, needle.strip(), prefix=prefix, suffix=suffix)
+    counts["located"] += (located is not None) == (line is not None)
+    if found is None:
+        counts["right" if line is None else "stale"] += 1
+    elif line is not None and found.line_start == line:
+        counts["right"] += 1
+        scores[key].append(found.score)
+    else:
+        counts["wrong"] += 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
     parser.add_argument("--no-baseline", action="store_true", help="skip the matchQuote port")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="DOCS_DIR", help="check real Markdown instead"
+    )
     args = parser.parse_args()
+    if args.markdown:
+        return markdown_check(args.markdown, args.seed)
     rng = random.Random(args.seed)
     writer = Writer(rng)
     blocks = generate_page(rng, writer)
