@@ -69,8 +69,8 @@ class PageIndex:
             return locate_many(self.index(text), selectors)
 
     def index(self, text: str) -> Index:
-        """A complete `TextIndex` of `text` built from this page's lines (not locked, see above);
-        a fresh one for a text of very long lines, which would not be reused.
+        """A complete `Index` of `text` built from this page's lines (not locked, see above); a
+        fresh `TextIndex` for a text of very long lines, which would not be reused.
 
         A text most of whose lines are new (a page's first text, a rebuild that re-wrapped every
         paragraph) also gets a fresh one: indexing its lines one by one costs ~2.5x as much (46
