@@ -1,21 +1,35 @@
-"""Benchmark re-anchoring (SPEC §5): `annotate.anchoring` against a port of Hypothesis's matchQuote.
+"""Benchmark re-anchoring (SPEC §5): `annotate.anchoring` against ports of Hypothesis's matchQuote.
 
 A generated ~1 MB rendered page (prose, headings, lists, code, boilerplate paragraphs repeated all
 over it) is edited the way a docs site changes between two reviews: blocks inserted, deleted and
 moved, words changed, paragraphs reflowed. 200 quotes in six categories plus 20 deleted ones are
 re-anchored; the truth comes from tracking the origin of every character through the edits.
 
-Run: .venv/bin/python benchmarks/anchoring.py [--seed N] [--no-baseline]
+Two ports of hypothesis/client `src/annotator/anchoring/match-quote.ts` are the baselines: one whose
+approximate search is rapidfuzz's `partial_ratio_alignment`, and a faithful one backed by edlib
+(Myers' bit-vector search, as approx-string-match): the single-call row compares `locate` called
+quote by quote on the bare text (as a script would) with the latter. edlib is needed by this
+benchmark only: `.venv/bin/pip install edlib`.
+
+With `--markdown DOCS_DIR` it checks real Markdown instead (a docs folder of a site that no one
+here wrote, e.g. a clone of mkdocs-material's `docs/`): 200 plain paragraphs, a quote in each
+(half of 30-39 characters), as `sourcemap` sees the page; then one word rewritten inside the
+quote, a paragraph inserted just above it, or its paragraph deleted, and each located again with
+`locate_in_markdown` (and with `locate` on the projected text, before sourcemap's own filters).
+
+Run: .venv/bin/python benchmarks/anchoring.py [--seed N] [--no-baseline] [--markdown DOCS_DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import time
 from array import array
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +43,22 @@ sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 from _machine import describe  # noqa: E402
 
 from annotate.anchoring import (  # noqa: E402
+    CONTEXT_LENGTH,
     Match,
     TextIndex,
     build_selector,
     locate,
     locate_many,
 )
+from annotate.anchoring.index import forget_shared  # noqa: E402
+from annotate.sourcemap import locate_in_markdown, normalise, project_markdown  # noqa: E402
+
+try:
+    import edlib
+except ImportError:  # a benchmark-only package, not a dependency of mkdocs-annotate
+    raise SystemExit(
+        "benchmarks/anchoring.py needs edlib for its matchQuote port: .venv/bin/pip install edlib"
+    ) from None
 
 SEED = 20240611
 TARGET_CHARS = 1_000_000
@@ -541,6 +565,58 @@ def match_quote(text: str, quote: str, prefix: str, suffix: str, hint: int | Non
     return best[0], best[1]
 
 
+def edlib_search(text: str, pattern: str, max_errors: float) -> list[tuple[int, int, int]]:
+    """`search` of match-quote.ts: the exact occurrences if any, else approx-string-match's answer
+    (every match with the lowest error count, at most `max_errors`), here from edlib's infix
+    ("HW") alignment, which reports the same: all locations of the best edit distance."""
+    exact = []
+    at = text.find(pattern)
+    while at != -1:
+        exact.append((at, at + len(pattern), 0))
+        at = text.find(pattern, at + 1)
+    if exact:
+        return exact
+    found = edlib.align(pattern, text, mode="HW", task="locations", k=int(max_errors))
+    if found["editDistance"] == -1:
+        return []
+    return [(start, end + 1, found["editDistance"]) for start, end in found["locations"]]
+
+
+def edlib_text_match_score(text: str, pattern: str) -> float:
+    """`textMatchScore` of match-quote.ts."""
+    if not pattern or not text:
+        return 0.0
+    return 1 - edlib_search(text, pattern, len(pattern))[0][2] / len(pattern)
+
+
+def match_quote_edlib(text: str, quote: str, prefix: str, suffix: str, hint: int | None):
+    """Port of hypothesis/client src/annotator/anchoring/match-quote.ts `matchQuote`, line for
+    line, with approx-string-match replaced by edlib (see `edlib_search`)."""
+    if not quote:
+        return None
+    max_errors = min(256, len(quote) / 2)
+    matches = edlib_search(text, quote, max_errors)
+    if not matches:
+        return None
+
+    def score(match: tuple[int, int, int]) -> float:
+        start, end, errors = match
+        quote_score = 1 - errors / len(quote)
+        prefix_score = (
+            edlib_text_match_score(text[max(0, start - len(prefix)) : start], prefix)
+            if prefix
+            else 1.0
+        )
+        suffix_score = (
+            edlib_text_match_score(text[end : end + len(suffix)], suffix) if suffix else 1.0
+        )
+        pos_score = 1.0 if hint is None else 1.0 - abs(start - hint) / len(text)
+        return (50 * quote_score + 20 * prefix_score + 20 * suffix_score + 2 * pos_score) / 92
+
+    best = max(matches, key=score)  # the first of equal scores, as a stable sort keeps it
+    return best[0], best[1]
+
+
 # -- Run -----------------------------------------------------------------------------------------
 
 
@@ -559,11 +635,169 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+# -- Real Markdown ------------------------------------------------------------------------------
+
+MARKDOWN_PARAGRAPHS = 200
+# Lines of a paragraph whose rendered text is its source text: no markup, no list or heading.
+MARKUP = re.compile(r"[*`\[\]<>{}+_=|#!\\]|^\s|^[-0-9]|:$|https?:")
+INSERTED = "An agent added this paragraph just above the passage."
+
+
+def plain_paragraphs(docs: Path) -> list[tuple[Path, str, int, int]]:
+    """(file, source, first line, end line) of each paragraph of plain prose outside fences."""
+    found = []
+    for path in sorted(docs.rglob("*.md")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.split("\n")
+        fence, i = False, 0
+        while i < len(lines):
+            if lines[i].lstrip().startswith(("```", "~~~")):
+                fence = not fence
+            if fence or not lines[i].strip() or MARKUP.search(lines[i]):
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j].strip() and not MARKUP.search(lines[j]):
+                j += 1
+            before_blank = i == 0 or not lines[i - 1].strip()
+            after_blank = j == len(lines) or not lines[j].strip()
+            if before_blank and after_blank and len(" ".join(lines[i:j]).split()) >= 12:
+                found.append((path, source, i, j))
+            i = j + 1
+    return found
+
+
+def markdown_check(docs: Path, seed: int) -> int:
+    """One-word edits, inserts above and deletions around quotes of real paragraphs."""
+    rng = random.Random(seed)
+    paragraphs = plain_paragraphs(docs)
+    rng.shuffle(paragraphs)
+    vocabulary = sorted(
+        {
+            word
+            for _, source, i, j in paragraphs
+            for word in " ".join(source.split("\n")[i:j]).split()
+            if word.isalpha() and 4 <= len(word) <= 9
+        }
+    )
+    rows: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    scores: dict[tuple[str, str], list[float]] = defaultdict(list)
+    done = 0
+    for _, source, i, j in paragraphs:
+        if done == MARKDOWN_PARAGRAPHS:
+            break
+        bucket = "30-39" if done % 2 == 0 else "40-160"
+        words = " ".join(source.split("\n")[i:j]).split()
+        rendered = " ".join(project_markdown(source).text.split())
+        quote = None
+        for _ in range(50):
+            a = rng.randrange(1, len(words) - 3)
+            target = 30 if bucket == "30-39" else rng.randint(40, 160)
+            b = a + 1
+            while b < len(words) and len(" ".join(words[a:b])) < target:
+                b += 1
+            candidate = " ".join(words[a:b])
+            if (len(candidate) < 40) == (bucket == "30-39") and len(candidate) >= 30:
+                quote = candidate
+                break
+        if quote is None or rendered.count(quote) != 1:
+            continue
+        at = rendered.index(quote)
+        context = {
+            "prefix": rendered[max(0, at - CONTEXT_LENGTH) : at],
+            "suffix": rendered[at + len(quote) : at + len(quote) + CONTEXT_LENGTH],
+        }
+        found = locate_in_markdown(source, quote, **context)
+        if found is None or not i < found.line_start <= j:
+            continue  # not mapped right before any edit: not this benchmark's question
+        done += 1
+        lines = source.split("\n")
+        inner = [k for k, w in enumerate(quote.split()[1:-1], 1) if w.isalpha() and len(w) >= 3]
+        if inner:
+            k = rng.choice(inner)
+            edited_words = quote.split()
+            old = edited_words[k].lower()
+            edited_words[k] = rng.choice([w for w in vocabulary if w.lower() != old])
+            paragraph = " ".join(" ".join(lines[i:j]).split())
+            edited = paragraph.replace(quote, " ".join(edited_words), 1)
+            check_markdown(
+                rows,
+                scores,
+                ("one word rewritten", bucket),
+                "\n".join([*lines[:i], edited, *lines[j:]]),
+                quote,
+                context,
+                i + 1,
+            )
+        inserted = "\n".join([*lines[:i], INSERTED, "", *lines[i:]])
+        check_markdown(
+            rows,
+            scores,
+            ("paragraph inserted just above", bucket),
+            inserted,
+            quote,
+            context,
+            found.line_start + 2,
+        )
+        deleted = "\n".join([*lines[:i], *lines[j + 1 :]])
+        check_markdown(rows, scores, ("paragraph deleted", bucket), deleted, quote, context, None)
+
+    print(f"Real Markdown: {done} paragraphs of {docs}; seed {seed}")
+    print(f"Machine: {describe()}\n")
+    header = f"{'edit':32} {'quote':>7} {'n':>4} {'right':>6} {'stale':>6} {'wrong':>6} {'locate':>7} {'scores':>12}"
+    print(header)
+    for (kind, bucket), counts in sorted(rows.items()):
+        found = sorted(scores[(kind, bucket)])
+        spread = f"{found[0]:.0f}-{found[-1]:.0f}" if found else "-"
+        print(
+            f"{kind:32} {bucket:>7} {counts['n']:>4} {counts['right']:>6} {counts['stale']:>6} "
+            f"{counts['wrong']:>6} {counts['located']:>7} {spread:>12}"
+        )
+    print(
+        "\nright: at the expected lines (deleted: not found); stale: not found; wrong: other lines "
+        "(deleted: anchored on other text);\nlocate: found by `locate` in the projected text, "
+        "before locate_in_markdown's own filters; scores: of the right ones"
+    )
+    return 0
+
+
+def check_markdown(
+    rows: dict,
+    scores: dict,
+    key: tuple[str, str],
+    source: str,
+    quote: str,
+    context: dict,
+    line: int | None,
+) -> None:
+    counts = rows[key]
+    counts["n"] += 1
+    found = locate_in_markdown(source, quote, **context)
+    text, _ = normalise(project_markdown(source).text)
+    needle, prefix, suffix = (
+        normalise(part)[0] for part in (quote, context["prefix"], context["suffix"])
+    )
+    located = locate(text, needle.strip(), prefix=prefix, suffix=suffix)
+    counts["located"] += (located is not None) == (line is not None)
+    if found is None:
+        counts["right" if line is None else "stale"] += 1
+    elif line is not None and found.line_start == line:
+        counts["right"] += 1
+        scores[key].append(found.score)
+    else:
+        counts["wrong"] += 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
     parser.add_argument("--no-baseline", action="store_true", help="skip the matchQuote port")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="DOCS_DIR", help="check real Markdown instead"
+    )
     args = parser.parse_args()
+    if args.markdown:
+        return markdown_check(args.markdown, args.seed)
     rng = random.Random(args.seed)
     writer = Writer(rng)
     blocks = generate_page(rng, writer)
@@ -595,15 +829,28 @@ def main() -> int:
     one = [span(locate(index, **quote.selector)) for quote in quotes]
     one_ms = timings(lambda quote: locate(index, **quote.selector), quotes)
 
+    # Ours, one quote at a time on the bare text, as a script would call it: every pass starts
+    # with no index kept (`forget_shared`), so one call of each pass pays for building it.
+    forget_shared()
+    bare = [span(locate(new_text, **quote.selector)) for quote in quotes]
+    bare_ms = timings(lambda quote: locate(new_text, **quote.selector), quotes, forget_shared)
+
     def baseline(quote: Quote) -> tuple[int, int] | None:
         s = quote.selector
         return match_quote(new_text, s["exact"], s["prefix"], s["suffix"], s["start"])
 
+    def edlib_baseline(quote: Quote) -> tuple[int, int] | None:
+        s = quote.selector
+        return match_quote_edlib(new_text, s["exact"], s["prefix"], s["suffix"], s["start"])
+
     if args.no_baseline:
         theirs, theirs_ms = [None] * len(quotes), [0.0] * len(quotes)
+        edlibs, edlib_ms = [None] * len(quotes), [0.0] * len(quotes)
     else:
         theirs = [baseline(quote) for quote in quotes]
         theirs_ms = timings(baseline, quotes)
+        edlibs = [edlib_baseline(quote) for quote in quotes]
+        edlib_ms = timings(edlib_baseline, quotes)
 
     print(f"Page: {len(old_text):,} characters before, {len(new_text):,} after; seed {args.seed}")
     lengths = [q.end - q.start for q in quotes]
@@ -613,7 +860,13 @@ def main() -> int:
         f"{TOLERANCE} characters"
     )
     print(f"Machine: {describe()}\n")
-    columns = (("locate_many", many), ("locate", one), ("matchQuote", theirs))
+    columns = (
+        ("locate_many", many),
+        ("locate", one),
+        ("locate, bare", bare),
+        ("matchQuote", theirs),
+        ("mQ edlib", edlibs),
+    )
     print(f"{'category':26} {'n':>4}" + "".join(f"{name:>14}" for name, _ in columns))
     kept = [i for i, q in enumerate(quotes) if q.category != "deleted"]
     for category in [*CATEGORIES, "deleted", "all"]:
@@ -630,7 +883,12 @@ def main() -> int:
     print(f"{'deleted, anchored wrongly':26} {DELETED:>4}" + "".join(f"{w:>14}" for w in wrong))
 
     print(f"\n{'latency per quote (ms)':26} {'median':>8} {'p90':>8} {'max':>8}")
-    for label, values in (("locate (index built)", one_ms), ("matchQuote port", theirs_ms)):
+    for label, values in (
+        ("locate (index built)", one_ms),
+        ("locate (bare text)", bare_ms),
+        ("matchQuote port", theirs_ms),
+        ("matchQuote edlib port", edlib_ms),
+    ):
         print(
             f"{label:26} {statistics.median(values):8.2f} {percentile(values, 0.9):8.2f} "
             f"{max(values):8.2f}"
@@ -638,8 +896,11 @@ def main() -> int:
     print(
         f"\nlocate_many, all {len(quotes)} quotes, index included: {batch_s * 1000:.0f} ms"
         f"\nTextIndex.build() alone (the full index locate uses one by one): {index_ms:.0f} ms"
+        f"\nlocate one by one on the bare text, all {len(quotes)} quotes: "
+        f"{sum(bare_ms):.0f} ms (the index of the text built once, kept between calls)"
         f"\nmatchQuote port, all {len(quotes)} quotes: {sum(theirs_ms) / 1000:.1f} s"
         f"\n(approximate search: rapidfuzz partial_ratio_alignment over the whole text)"
+        f"\nmatchQuote edlib port, all {len(quotes)} quotes: {sum(edlib_ms) / 1000:.1f} s"
     )
 
     accuracy = sum(hit(many[i], quotes[i].truth) for i in kept) / len(kept)
@@ -651,9 +912,14 @@ def main() -> int:
         f"max < {TARGETS['max_ms']} ms": max(one_ms) < TARGETS["max_ms"],
         f"total < {TARGETS['total_s']} s": batch_s < TARGETS["total_s"],
     }
+    if not args.no_baseline:
+        checks["bare-text locate p90 < edlib matchQuote p90"] = percentile(
+            bare_ms, 0.9
+        ) < percentile(edlib_ms, 0.9)
+    checks["bare-text locate answers as on a built index"] = bare == one
     print("\nTargets: " + "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in checks.items()))
     for i, quote in enumerate(quotes):
-        for name, found in columns[:2]:
+        for name, found in columns[:3]:
             if not hit(found[i], quote.truth):
                 print(
                     f"  {name} missed: {quote.category}, {quote.end - quote.start} characters, "
@@ -666,10 +932,15 @@ def span(match: Match | None) -> tuple[int, int] | None:
     return None if match is None else (match.start, match.end)
 
 
-def timings(run: Callable[[Quote], object], quotes: list[Quote]) -> list[float]:
-    """Milliseconds per quote, best of REPEATS."""
+def timings(
+    run: Callable[[Quote], object],
+    quotes: list[Quote],
+    before_pass: Callable[[], None] = lambda: None,
+) -> list[float]:
+    """Milliseconds per quote, best of REPEATS passes over all quotes in order."""
     best = [float("inf")] * len(quotes)
     for _ in range(REPEATS):
+        before_pass()
         for i, quote in enumerate(quotes):
             started = time.perf_counter()
             run(quote)

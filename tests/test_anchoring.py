@@ -12,13 +12,15 @@ import pytest
 from annotate.anchoring import (
     CONTEXT_LENGTH,
     Match,
+    PageIndex,
     Selector,
     TextIndex,
     build_selector,
     locate,
     locate_many,
 )
-from annotate.pageindex import PageIndex
+from annotate.anchoring.index import forget_shared, shared
+from annotate.anchoring.tuning import SHARED_INDEX_MIN_CHARS, SHARED_INDEXES
 
 # The text of a rendered Material page, as the overlay reads it: headings, paragraphs wrapped like
 # their Markdown source, a code block, and the same admonition twice.
@@ -422,7 +424,7 @@ def test_locate_many_looks_near_the_neighbours_before_searching_the_whole_text()
     found = locate_many(index, selectors)
     assert found == [locate(page, **selector) for selector in selectors]
     assert [m.method for m in found if m] == ["exact", "fuzzy", "fuzzy", "exact"]
-    assert index._scans == 0 and not index._complete  # no word pair was looked up
+    assert not index.searched  # no word pair was looked up
 
 
 def test_locate_many_follows_a_run_of_edited_quotes_from_the_first_one_found() -> None:
@@ -578,7 +580,7 @@ def test_page_index_is_shared_by_threads() -> None:
 
 
 def test_every_whitespace_character_but_the_space_is_unprintable() -> None:
-    # `_fold` leaves a printable string as it is.
+    # `text.fold` leaves a printable string as it is.
     assert not [
         c
         for c in map(chr, range(sys.maxunicode + 1))
@@ -616,3 +618,41 @@ def test_build_selector_at_the_edges_of_the_text() -> None:
 def test_build_selector_rejects_a_span_outside_the_text(start: int, end: int) -> None:
     with pytest.raises(ValueError, match=f"Span {start}:{end} is not inside a text of 11"):
         build_selector("Hello world", start, end)
+
+
+# -- Indexes of texts seen before (locate called quote by quote) ------------------------------------
+
+
+def long_text(n: int) -> str:
+    """A text long enough for `locate` to keep its index."""
+    return "\n".join(f"Paragraph {n}-{i}: {PAGE}" for i in range(SHARED_INDEX_MIN_CHARS // 500))
+
+
+def test_locate_keeps_the_index_of_a_long_text_for_the_next_call() -> None:
+    forget_shared()
+    text = long_text(0)
+    index = shared(text)
+    assert len(text) >= SHARED_INDEX_MIN_CHARS
+    assert shared(text) is index
+    assert shared("".join(text)) is index  # an equal text, another string object
+    assert shared(PAGE) is not shared(PAGE)  # a short text: indexing it costs less
+
+
+def test_kept_indexes_are_bounded() -> None:
+    forget_shared()
+    first = long_text(0)
+    index = shared(first)
+    for n in range(1, SHARED_INDEXES + 1):
+        shared(long_text(n))
+    assert shared(first) is not index
+
+
+def test_locate_one_by_one_on_a_bare_text_answers_as_on_a_built_index() -> None:
+    forget_shared()
+    text = long_text(0) + "\n" + edited_page()
+    selectors = [select(PAGE, quote) for quote in QUOTES]
+    built = TextIndex(text).build()
+    expected = [locate(built, **selector) for selector in selectors]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda selector: locate(text, **selector), selectors * 3))
+    assert answers == expected * 3

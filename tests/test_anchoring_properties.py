@@ -8,20 +8,18 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from annotate.anchoring import (
-    MAX_POSTINGS,
+    PageIndex,
     Selector,
     TextIndex,
-    _exact_step,
-    _held,
-    _moved,
-    _Query,
-    _search,
-    _word_pairs,
     build_selector,
     locate,
     locate_many,
 )
-from annotate.pageindex import LONG_LINE, PageIndex
+from annotate.anchoring.approximate import search
+from annotate.anchoring.matching import _exact_step, _held, _moved
+from annotate.anchoring.selectors import Query
+from annotate.anchoring.text import word_pairs
+from annotate.anchoring.tuning import LONG_LINE, MAX_POSTINGS
 
 # Pseudo-words, so that a passage of a few words is (almost surely) unique in a document.
 _rng = random.Random(7)
@@ -230,7 +228,7 @@ def test_bit_parallel_search_agrees_with_the_textbook_algorithm(
     pattern: str, text: str, data: st.DataObject
 ) -> None:
     target = data.draw(st.integers(0, len(text)))
-    errors, end = _search(pattern, text, target)
+    errors, end = search(pattern, text, target)
     distances = edit_distances(pattern, text)[1:]  # ends after at least one character
     assert errors == min(distances)
     nearest = min(abs(j - target) for j, d in enumerate(distances, 1) if d == errors)
@@ -241,7 +239,7 @@ def test_bit_parallel_search_agrees_with_the_textbook_algorithm(
 @given(documents(), st.data())
 def test_text_index_scans_and_full_index_agree(tokens: list[Token], data: st.DataObject) -> None:
     text, _ = render(tokens)
-    pairs = _word_pairs(text)
+    pairs = word_pairs(text)
     keys = data.draw(st.lists(st.sampled_from([key for key, _ in pairs]), min_size=1, max_size=8))
     keys.append(12345)  # not in the text
     scanned = TextIndex(text).lookup(keys)
@@ -287,10 +285,10 @@ def test_letter_for_letter_checks_give_what_the_exact_step_gives(
     held = _held(text, selector)
     if held is not None:
         event("held")
-        assert _exact_step(index, _Query.of(selector), shift) == ([held], True)
+        assert _exact_step(index, Query.of(selector), shift) == ([held], True)
     elif shift and (moved := _moved(index, selector, shift)) is not None:
         event("moved")
-        assert _exact_step(index, _Query.of(selector), shift) == ([moved], True)
+        assert _exact_step(index, Query.of(selector), shift) == ([moved], True)
 
 
 # -- PageIndex --------------------------------------------------------------------------------------
@@ -340,7 +338,7 @@ def test_page_index_answers_as_a_fresh_index_across_edited_texts(
         index, fresh = page.index(text), TextIndex(text).build()
         if "\n" in text and text.count("\n") * LONG_LINE >= len(text):
             assert type(index) is not TextIndex  # the line index
-        keys = [key for key, _ in _word_pairs("x " + text + " x")] + [12345]
+        keys = [key for key, _ in word_pairs("x " + text + " x")] + [12345]
         assert index.lookup(keys) == fresh.lookup(keys)
         assert index.lookup(keys, MAX_POSTINGS) == {
             key: starts for key, starts in fresh.lookup(keys).items() if len(starts) <= MAX_POSTINGS

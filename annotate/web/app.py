@@ -27,10 +27,10 @@ from starlette.routing import Route
 
 from .. import __version__, urls
 from .. import validation as validate
+from ..anchoring.pagecache import Anchors
 from ..errors import AnnotateError, ValidationError
 from ..store import Store
 from . import review_page
-from .anchors import Anchors
 from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
 from .openapi import openapi
 from .responses import (

@@ -12,22 +12,19 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from itertools import compress, count, islice
 from operator import ne, not_, sub
 from typing import Any, NamedTuple
 
-from .anchoring import Match, TextIndex, _fold, _starts, locate_many
+from .index import Index, TextIndex, occurrences_at
+from .matching import locate_many
+from .selectors import Match
+from .text import find_all, fold, word_pairs
+from .text import starts as joined_starts
+from .tuning import LONG_LINE, MAX_CACHED_POSTINGS, MAX_CHANGED_LINES
 
 __all__ = ["PageIndex"]
-
-# A PageIndex keeps the postings it built while a new text only changes lines after the first
-# one, up to this many (a page loaded again); the cache is bounded by this many keys (~25 per
-# quote searched for in the whole text).
-MAX_CHANGED_LINES = 64
-MAX_CACHED_POSTINGS = 10_000
-# Lines longer than this on average: a PageIndex uses a fresh TextIndex. Measured on 140 kB
-# without line breaks: 15 ms fresh, 23 ms through the line index (nothing reused).
-LONG_LINE = 4096
 
 
 class PageIndex:
@@ -71,9 +68,9 @@ class PageIndex:
         with self._lock:
             return locate_many(self.index(text), selectors)
 
-    def index(self, text: str) -> TextIndex:
-        """A complete `TextIndex` of `text` built from this page's lines (not locked, see above);
-        a fresh one for a text of very long lines, which would not be reused.
+    def index(self, text: str) -> Index:
+        """A complete `Index` of `text` built from this page's lines (not locked, see above); a
+        fresh `TextIndex` for a text of very long lines, which would not be reused.
 
         A text most of whose lines are new (a page's first text, a rebuild that re-wrapped every
         paragraph) also gets a fresh one: indexing its lines one by one costs ~2.5x as much (46
@@ -99,7 +96,7 @@ class PageIndex:
             behind = self._behind
             # Only if the text was searched as a whole: a page whose quotes were all where they
             # were needs no index, now or, most likely, next time.
-            if behind is not None and (behind._known or behind._complete):
+            if behind is not None and behind.searched:
                 self._behind = None
                 self._clear()  # starting again costs less than forgetting most lines one by one
                 self._update(behind.text)
@@ -164,7 +161,7 @@ class PageIndex:
             self._forget(line)
         for line in counts.keys() - known.keys():
             self._learn(line)
-        offsets = list(_starts(lines))
+        offsets = list(joined_starts(lines))
         starts: dict[str, int | list[int]] = dict(zip(lines, offsets, strict=False))
         if len(starts) < len(lines):  # repeated lines: keep every start of those with pairs
             repeated = {line for line, n in counts.items() if n > 1 and known[line].starts}
@@ -261,8 +258,8 @@ class _Line(NamedTuple):
     @classmethod
     def of(cls, line: str) -> _Line:
         # Whole-line operations in C: a Python loop over the words takes 4x as long.
-        words = _fold(line).split(" ")
-        offsets = list(_starts(words))
+        words = fold(line).split(" ")
+        offsets = list(joined_starts(words))
         keys = list(map(hash, zip(words, islice(words, 1, None), strict=False)))
         starts: dict[int, int | tuple[int, ...]] = dict(zip(keys, offsets, strict=False))
         if len(starts) < len(keys):  # a pair found again in the line ("of the")
@@ -274,14 +271,17 @@ class _Line(NamedTuple):
         return cls(starts, words[0], words[-1])
 
 
-class _LineIndex(TextIndex):
-    """A `TextIndex` whose word pairs come from a `PageIndex` (brought up to date with this text
+class _LineIndex:
+    """An `Index` whose word pairs come from a `PageIndex` (brought up to date with this text
     on the first lookup, so never stale)."""
 
     def __init__(self, text: str, page: PageIndex) -> None:
-        super().__init__(text)
+        self.text = text
         self._page = page
-        self._complete = True  # every pair is a lookup away: `occurrences` uses them
+
+    @cached_property
+    def folded(self) -> str:
+        return fold(self.text)
 
     def lookup(self, keys: Iterable[int], limit: int | None = None) -> dict[int, list[int]]:
         page, text, found = self._page, self.text, {}
@@ -294,7 +294,10 @@ class _LineIndex(TextIndex):
     def prefetch(self, keys: Iterable[int]) -> None:
         """Nothing to do: each lookup costs the lines holding the pair only."""
 
-    def _rarest(self, pairs: list[tuple[int, int]]) -> tuple[int, list[int]]:
+    def occurrences(self, needle: str) -> list[int]:
+        pairs = word_pairs(needle)
+        if not pairs:
+            return find_all(self.folded, needle)
         # Counting the places of each pair is enough to choose: one posting list to build, and
         # a pair found in one place at most is as rare as any.
         page, text = self._page, self.text
@@ -305,7 +308,4 @@ class _LineIndex(TextIndex):
                 best, fewest = pair, places
                 if places <= 1:
                     break
-        return best[1], page.postings(text, best[0])
-
-    def build(self) -> TextIndex:
-        return self
+        return occurrences_at(self.folded, needle, best[1], page.postings(text, best[0]))

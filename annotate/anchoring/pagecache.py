@@ -8,6 +8,9 @@ without replies or Markdown reconciliation: positions in the page text do not de
 A rebuilt page's text differs from the last one in a few lines, so each recently anchored page
 keeps its word-pair index (`pageindex.PageIndex`): anchoring an edited page costs the lines that
 changed, not an index of the whole text.
+
+The store is anything with `text_selector_rows(page_url, include_resolved=...)` (`Store`'s):
+anchoring imports nothing of the store.
 """
 
 from __future__ import annotations
@@ -16,23 +19,30 @@ import hashlib
 import pickle
 import threading
 from collections import OrderedDict
+from typing import Any, Protocol
 
 import pydantic_core
 
-from ..anchoring import Selector
-from ..pageindex import PageIndex
-from ..store import Store
+from .pageindex import PageIndex
+from .selectors import Selector
+from .tuning import CACHE_SIZE, INDEXED_PAGES
 
-__all__ = ["Anchors"]
+__all__ = ["Anchors", "SelectorRows"]
 
-CACHE_SIZE = 64  # answers; each entry is one small list
-# Pages whose word-pair index is kept from one version of their text to the next (PageIndex):
-# ~25 bytes per character of text, 3 MB for a 140 kB page.
-INDEXED_PAGES = 16
+
+class SelectorRows(Protocol):
+    """Where the cache reads a page's text notes: `(id, exact, prefix, suffix, start, end,
+    replaced_text)` rows (`Store.text_selector_rows`)."""
+
+    def text_selector_rows(
+        self, page_url: str, *, include_resolved: bool = ...
+    ) -> list[tuple[Any, ...]]: ...
 
 
 class Anchors:
-    def __init__(self, store: Store, size: int = CACHE_SIZE) -> None:
+    """The anchor route's answers, remembered, and the word-pair indexes of recent pages."""
+
+    def __init__(self, store: SelectorRows, size: int = CACHE_SIZE) -> None:
         self.store = store
         self.size = size
         self._cache: OrderedDict[bytes, bytes] = OrderedDict()

@@ -1,0 +1,117 @@
+"""Every tuning constant of anchoring, in one place: weights, thresholds and bounds.
+
+Measured numbers come from benchmarks/anchoring.py (a generated 1 MB page) and notes in its
+docstring; change one here and run that benchmark and tests/test_anchoring_properties.py.
+"""
+
+from __future__ import annotations
+
+# -- Ranking candidates -------------------------------------------------------------------------
+
+# As in hypothesis/client match-quote.ts: the quote's similarity dominates, the context decides
+# between look-alikes, the distance from the old position breaks ties.
+QUOTE_WEIGHT = 50.0
+PREFIX_WEIGHT = 20.0
+SUFFIX_WEIGHT = 20.0
+TOTAL_WEIGHT = QUOTE_WEIGHT + PREFIX_WEIGHT + SUFFIX_WEIGHT
+# Candidates scoring within this of the best are a tie, and the one nearest the old position wins.
+# Copies of a boilerplate paragraph differ only in the far ends of their 32-character contexts:
+# a fixed position weight (Hypothesis: 2 of 92) loses to that noise once positions have drifted.
+TIE_MARGIN = 0.05
+SAME_PLACE = 32  # candidates starting closer than this are one place, not a tie
+# `locate_many` breaks such ties by how far the text moved around the quote, measured on the
+# page's other quotes: those found without a tie that kept their order, if there are this many.
+MIN_NEIGHBOURS = 3
+
+# -- Accepting a candidate ----------------------------------------------------------------------
+
+# A quote less similar than this (Levenshtein, whitespace collapsed) is not found. Measured on
+# 1 MB: it rejects every deleted quote and loses no correct anchor (notes/FACTS.md).
+MIN_QUOTE_SIMILARITY = 0.75
+# ... unless the context on both sides still agrees this well: one word rewritten inside a quote
+# of 30 characters leaves 0.6 of it (issue #13, class 3), and a deleted quote leaves no span
+# between an intact prefix and suffix.
+MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
+CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
+# Below this similarity, a match must differ from the quote by one run of at most
+# MAX_REWRITTEN_WORDS words rewritten into at most as many: on 200 real paragraphs of
+# Material's and MkDocs' docs, deleted quotes otherwise landed on a sibling sentence ("If this
+# setting is left empty, no tags …" on "… all tags …"), and no edit of the generated page of
+# benchmarks/anchoring.py (5-15 % of a quote changed, scattered) needs it.
+MIN_SIMILARITY_ANY_EDIT = 0.85
+MAX_REWRITTEN_WORDS = 2
+# Shorter quotes look like too many places to be matched approximately: exact hits next to a piece
+# of their old context only.
+MIN_FUZZY_LENGTH = 8
+CONTEXT_PROBE_LENGTH = 8
+# A quote shorter than this is only found where one side of its context still agrees ...
+CONTEXT_REQUIRED_BELOW = 32
+# ... unless it occurs exactly once and is at least this long: a unique occurrence is found
+# whatever its context says, which only ranks several (issue #13, class 2: a paragraph inserted
+# just above a quote rewrites its prefix).
+MIN_UNIQUE_LENGTH = 16
+# An approximate match of a quote shorter than this needs its context to hold on every side
+# stored (CONTEXT_HOLDS), and must differ from the quote by one run of words
+# (MAX_REWRITTEN_WORDS): a look-alike of a short quote stands elsewhere too
+# easily ("Made with Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the
+# sibling sentences of a settings list, "left empty, all tags and pages" and "left empty, no tags
+# or pages", 0.8), and a deleted quote must anchor nowhere.
+FUZZY_CONTEXT_REQUIRED_BELOW = 40
+# Measured on 1 MB: the context at the right place agrees >= 0.85 (99 %), at random places
+# <= 0.55 (99 %), 0.62 (99.9 %).
+MIN_CONTEXT_SIMILARITY = 0.65
+# An exact hit whose context agrees this well (mean of both sides) is taken at once, with a full
+# score; otherwise an edited copy in the right context may still beat it, and its score is the
+# weighted one (context included).
+GOOD_CONTEXT_SIMILARITY = 0.75
+# Bounds the work for a quote that occurs very often.
+MAX_EXACT_HITS = 1000
+
+# -- Approximate search -------------------------------------------------------------------------
+
+# Candidate windows are voted for by the word pairs of prefix, quote and suffix that still occur
+# in the text; pairs more frequent than MAX_POSTINGS say nothing about where.
+MAX_QUERY_ANCHORS = 64
+MAX_POSTINGS = 64
+MAX_WINDOWS = 5
+GUESS_VOTES = 3  # pairs whose median places each end of a window
+MIN_WINDOW_VOTES = 0.25  # share of the best window's support a window needs to be looked at
+WINDOW_SLACK = 16  # characters searched either side of a guessed end, plus a quarter of ...
+MAX_WINDOW_SLACK = 256  # ... the distance to the word pair it was guessed from, up to this
+HINT_WINDOW_MAX_QUOTE = 512  # longer quotes always leave anchors; no blind look at the old place
+# A window whose guessed span is less similar than this is not refined. Measured on 1 MB: right
+# windows score >= 0.8 before refinement, windows of unrelated text 0.23 (median).
+MIN_ROUGH_SIMILARITY = 0.6
+# The ends of a window are placed by matching this much of the context and of the quote's edges,
+# each allowed this share of errors.
+EDGE_LENGTH = 32
+MAX_EDGE_ERRORS = 0.35
+
+# -- Indexes ------------------------------------------------------------------------------------
+
+# After this many partial scans of a text, index every word pair at once.
+SCANS_BEFORE_FULL_INDEX = 2
+# `locate` on a bare string keeps the indexes of the texts it saw last, so that a script
+# re-anchoring quotes one at a time in one text builds its index once (issue #13, speed): at
+# most this many texts, and this many characters in all. A complete index keeps ~20 bytes per
+# character of text (tracemalloc, the 1 MB page of benchmarks/anchoring.py): 40 MB at most.
+SHARED_INDEXES = 4
+SHARED_INDEX_CHARS = 2_000_000
+# Texts shorter than this are not kept: indexing them costs less than remembering them.
+SHARED_INDEX_MIN_CHARS = 20_000
+
+# A PageIndex keeps the postings it built while a new text only changes lines after the first
+# one, up to this many (a page loaded again); the cache is bounded by this many keys (~25 per
+# quote searched for in the whole text).
+MAX_CHANGED_LINES = 64
+MAX_CACHED_POSTINGS = 10_000
+# Lines longer than this on average: a PageIndex uses a fresh TextIndex. Measured on 140 kB
+# without line breaks: 15 ms fresh, 23 ms through the line index (nothing reused).
+LONG_LINE = 4096
+
+# -- The anchor route's cache (`pagecache.Anchors`) ---------------------------------------------
+
+CACHE_SIZE = 64  # answers; each entry is one small list
+# Pages whose word-pair index is kept from one version of their text to the next (PageIndex):
+# ~25 bytes per character of text, 3 MB for a 140 kB page.
+INDEXED_PAGES = 16
