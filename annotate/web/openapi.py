@@ -390,7 +390,17 @@ def _schemas() -> dict[str, Any]:
                     "deleted": {"type": "boolean"},
                 },
                 ["action"],
-            ),
+            )
+            # Deleted text has no replacement.
+            | {
+                "not": {
+                    "properties": {
+                        "deleted": {"const": True},
+                        "replacedText": {"type": "string"},
+                    },
+                    "required": ["deleted", "replacedText"],
+                }
+            },
             _object(
                 {"action": {"const": "reopen"}, "note": _text(v.MAX_REPLY, nullable=True)},
                 ["action"],
