@@ -480,11 +480,13 @@ async def test_get_context_cautions(project: Path, store: annotate.Store) -> Non
         page = await t.ok("get_context", id=n.id, lines=0)
         assert page["context"] == "  1 | # Install"
         assert "whole page" in page["warning"]
-        # Rewritten beyond recognition: stale, shown where it was last seen.
+        # Rewritten beyond recognition: stale, shown where it was last seen, and nothing marked:
+        # "Zz." is other text (issue #13).
         md.write_text(md.read_text().replace("Run pip install mkdocs-annotate in a shell.", "Zz."))
         stale = await t.ok("get_context", id=a.id, lines=0)
         assert stale["annotation"]["anchorState"] == "stale"
-        assert stale["context"] == "> 5 | Zz."
+        assert stale["annotation"]["source"]["lastKnown"] is True
+        assert stale["context"] == "  5 | Zz." and stale["lastKnown"] is True
         assert "stale" in stale["warning"]
         md.unlink()
         orphaned = await t.ok("get_context", id=a.id)

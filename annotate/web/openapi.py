@@ -164,6 +164,10 @@ def _schemas() -> dict[str, Any]:
             "lineStart": {"type": "integer"},
             "lineEnd": {"type": "integer"},
             "excerpt": string,
+            # Issue #13: present only when they say something.
+            "kind": {"type": "string", "enum": ["generated"]},
+            "object": string,
+            "lastKnown": {"type": "boolean"},
         },
         ["path", "lineStart", "lineEnd", "excerpt"],
     )
@@ -238,6 +242,8 @@ def _schemas() -> dict[str, Any]:
             "position": _nullable(_object({"start": offset, "end": offset}, ["start", "end"])),
             "elementSelector": _nullable(element_input),
             "author": _nullable(_string(v.MAX_AUTHOR)),
+            "inCode": _nullable({"type": "boolean"}),
+            "occurrence": _nullable({"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}),
             **SERVER_SET,
         },
         ["pageUrl"],
