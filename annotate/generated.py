@@ -106,23 +106,34 @@ class _Objects(HTMLParser):
         self.objects: dict[str, list[str]] = {}
         self._current: str | None = None
         self._skip = 0
+        self._root = False  # inside a `doc-object` whose heading is hidden, before its contents
+        self._listing = 0  # depth inside the `<details>` that shows the object's source code
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self._skip += 1
-            return
-        if tag not in _HEADING:
-            return
         values = dict(attrs)
         ident, classes = values.get("id") or "", (values.get("class") or "").split()
-        if "doc-heading" in classes and _OBJECT_ID.match(ident):
-            self._current = ident
+        if tag in ("script", "style") or (
+            tag == "details" and (_listing(classes) or self._listing > 0)
+        ):
+            # A source listing repeats the docstrings of the members below: not the object's text.
+            self._skip += 1
+            self._listing += tag == "details"
+            return
+        if tag == "div" and "doc" in classes:
+            # `show_root_heading: false` leaves only `<a id="package.module">` before the
+            # object's contents.
+            self._root = "doc-object" in classes
+            return
+        heading = tag in _HEADING and "doc-heading" in classes
+        if (heading or (tag == "a" and self._root)) and _OBJECT_ID.match(ident):
+            self._current, self._root = ident, False
             if len(self.objects) < MAX_OBJECTS:
                 self.objects.setdefault(ident, [])
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style") and self._skip:
+        if (tag in ("script", "style") or (tag == "details" and self._listing)) and self._skip:
             self._skip -= 1
+            self._listing -= tag == "details"
 
     def handle_data(self, data: str) -> None:
         if self._skip or self._current is None:
@@ -130,6 +141,11 @@ class _Objects(HTMLParser):
         parts = self.objects.get(self._current)
         if parts is not None and sum(map(len, parts)) < MAX_OBJECT_TEXT:
             parts.append(data)
+
+
+def _listing(classes: list[str]) -> bool:
+    # mkdocstrings-python writes `mkdocstrings-source`; releases before 1.12 wrote `quote`.
+    return "quote" in classes or "mkdocstrings-source" in classes
 
 
 def objects_in_html(html: str) -> list[list[str]]:
@@ -143,7 +159,10 @@ def objects_in_html(html: str) -> list[list[str]]:
     parser = _Objects()
     parser.feed(html)
     parser.close()
-    return [[ident, "".join(parts)[:MAX_OBJECT_TEXT]] for ident, parts in parser.objects.items()]
+    return [
+        [ident, " ".join("".join(parts).split())[:MAX_OBJECT_TEXT]]
+        for ident, parts in parser.objects.items()
+    ]
 
 
 def _object_of(objects: list[Any], exact: str, prefix: str, suffix: str) -> str | None:

@@ -978,6 +978,9 @@ def locate_element(
 
 
 def _element_match(source: str, line_start: int, line_end: int, *, score: int = 100) -> SourceMatch:
+    lines = source.split("\n")
+    while line_end > line_start and not lines[line_end - 1].strip():
+        line_end -= 1  # a block's map ends after its trailing blank lines
     starts = _line_starts(source)
     start = starts[line_start - 1]
     end = starts[line_end] - 1 if line_end < len(starts) else len(source)
