@@ -246,6 +246,7 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
             allowed_hosts=hosts,
             page_sources=self._page_map(self.prefix),
         )
+        self._register()  # with the objects the first build documented (annotate/generated.py)
         self.endpoint = Endpoint(app)
         review = ReviewApp(
             server.get_app(),
