@@ -6,6 +6,7 @@ its docstrings get the lines of their `:::` directive and the documented object.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -127,6 +128,9 @@ def test_docstring_text_points_at_its_directive_and_object(
     assert a.anchor_state == "anchored"
     source = a.to_dict()["source"]
     assert (source["kind"], source["object"]) == ("generated", obj)
+    # The listing SQLite writes (annotate/sqljson.py) says the same.
+    listed = {x["id"]: x for x in json.loads(store.list_annotations_json())}
+    assert listed[a.id]["source"] == source
     assert directive in source["excerpt"]
     context = store.get_context(a.id, lines=0)
     assert f"the docstring of {obj}" in (context.warning or "")
