@@ -59,6 +59,10 @@ TIE_MARGIN = 0.05
 GOOD_CONTEXT = 0.75  # mean similarity of the context sides for a full score
 SOME_CONTEXT = 0.65  # one side at least this similar speaks for a copy
 MAX_EXACT_HITS = 1000
+# A quote of this many characters or more, found again with one word changed near where it was
+# last seen (within this many characters), stays anchored whatever its similarity.
+MIN_ONE_WORD_QUOTE = 30
+ONE_WORD_REACH = 2000
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # How far ahead character-wise alignment looks for the next character of a text token.
@@ -756,6 +760,32 @@ def _exact(
     return _Hit(hit, hit + len(quote), 100 if agrees else round(100 * weighted), True)
 
 
+def _one_word_changed(haystack: _Haystack, quote: str, hint: int) -> _Hit | None:
+    """The quote with one of its words changed (into one or two others), near where it was
+    last seen: the edit an agent makes most (issue #13, class 3). A similarity threshold rejects
+    it in short quotes where the word is long ("the documentation" → "the docs"); requiring
+    every other word, in order, next to the old place keeps it from matching other text."""
+    words = quote.split(" ")
+    if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < 4:
+        return None
+    lo = max(0, hint - ONE_WORD_REACH)
+    window = haystack.text[lo : hint + len(quote) + ONE_WORD_REACH]
+    found: set[tuple[int, int]] = set()
+    for replacement in (r"[^ \x00]+", r"[^ \x00]+ [^ \x00]+"):  # one word, else two
+        for i in range(len(words)):
+            pattern = " ".join(
+                [*map(re.escape, words[:i]), replacement, *map(re.escape, words[i + 1 :])]
+            )
+            found.update(m.span() for m in re.finditer(pattern, window))
+        if found:
+            break
+    if len(found) != 1:
+        return None  # not there, or several places: no guess
+    start, end = next(iter(found))
+    score = round(100 * Indel.normalized_similarity(quote, window[start:end]))
+    return _Hit(lo + start, lo + end, score)
+
+
 def _search(
     haystack: _Haystack,
     quote: str,
@@ -772,6 +802,8 @@ def _search(
         return _exact(haystack, hits, quote, prefix, suffix, hint, where)
     end = None if hint is None else hint + len(quote)
     match = locate(haystack.text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
+    if match is None and hint is not None:
+        return _one_word_changed(haystack, quote, hint)
     if (
         match is not None
         and where.in_code is not None
@@ -830,8 +862,9 @@ def locate_in_markdown(
     hit = _search(haystack, quote, before, after, hint, _Where(in_code, occurrence))
     if hit is None or hit.end <= hit.start:
         return None
-    if not hit.exact and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
-        return None
+    near = hint is not None and abs(hit.start - hint) <= ONE_WORD_REACH
+    if not (hit.exact or near) and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
+        return None  # a new note's short quote resembling other text (theme text)
     span = offsets[hit.start : hit.end]
     start, end = min(span), max(span) + 1
     line_start = source.count("\n", 0, start) + 1

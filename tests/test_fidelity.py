@@ -437,3 +437,54 @@ def test_an_old_store_is_migrated(tmp_path: Path) -> None:
     assert store.schema_version == LATEST
     columns = {c.name for c in store.db["annotations"].columns}
     assert {"in_code", "occurrence", "source_kind", "source_object"} <= columns
+
+
+# -- class 3 at the source side: one word changed inside a short quote ------------------------------
+
+SHORT = """\
+# Short
+
+Some text first, to give the page a paragraph.
+
+The agent edits the documentation.
+
+Set the configuration in mkdocs.yml.
+
+More text after, to close the page.
+"""
+
+
+@pytest.mark.parametrize(
+    ("quote", "old", "new"),
+    [
+        ("The agent edits the documentation.", "documentation", "docs"),
+        ("Set the configuration in mkdocs.yml.", "configuration", "settings"),
+        ("Set the configuration in mkdocs.yml.", "Set", "Put"),
+    ],
+)
+def test_one_word_changed_in_a_quote_of_30_chars_stays_anchored(
+    project: Path, quote: str, old: str, new: str
+) -> None:
+    page = project / "docs" / "ref.md"
+    page.write_text(SHORT)
+    store = annotate.open(project)
+    a = store.add_annotation(text_note(quote))
+    line = a.source.line_start
+    touch_write(page, SHORT.replace(quote, quote.replace(old, new)))
+    got = store.get_annotation(a.id)
+    assert (got.anchor_state, got.source.line_start, got.source.line_end) == (
+        "anchored",
+        line,
+        line,
+    )
+    assert 0 < got.anchor_score < 100
+
+
+def test_two_words_changed_in_a_short_quote_is_stale(project: Path) -> None:
+    page = project / "docs" / "ref.md"
+    page.write_text(SHORT)
+    store = annotate.open(project)
+    a = store.add_annotation(text_note("The agent edits the documentation."))
+    touch_write(page, SHORT.replace("agent edits the documentation", "reviewer reads the docs"))
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "stale" and got.source.last_known
