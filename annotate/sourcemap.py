@@ -134,6 +134,7 @@ class _Hit(NamedTuple):
     end: int
     score: int
     exact: bool = False  # the quote itself, not an approximate match
+    supported: bool = True  # its context agrees with the stored context on one side at least
 
 
 # Text is folded a stretch at a time: ASCII stretches by slicing between the runs that collapse to
@@ -600,11 +601,17 @@ def project_markdown(source: str) -> ProjectedText:
 class _Haystack:
     """The normalised projection of a source, where to find it, and what answers line hints fast."""
 
-    __slots__ = ("_masked", "_reach", "code", "line_starts", "offsets", "text")
+    __slots__ = ("_masked", "_reach", "code", "line_starts", "offsets", "source", "text")
 
     def __init__(
-        self, text: str, offsets: array[int], line_starts: list[int], code: bytes = b""
+        self,
+        text: str,
+        offsets: array[int],
+        line_starts: list[int],
+        code: bytes = b"",
+        source: str = "",
     ) -> None:
+        self.source = source  # the Markdown (line ends made `\n`)
         self.text = text
         self.offsets = offsets  # the source offset of each character of `text`
         self.line_starts = line_starts  # source offset of each line's first character
@@ -664,7 +671,7 @@ def _haystack(source: str) -> _Haystack:
     text, index = normalise(projected.text)
     offsets = array("q", map(projected.offsets.__getitem__, index))
     code = bytes(map(projected.code.__getitem__, index)) if projected.code else b""
-    return _Haystack(text, offsets, _line_starts(source), code)
+    return _Haystack(text, offsets, _line_starts(source), code, source)
 
 
 class _Where(NamedTuple):
@@ -737,8 +744,9 @@ def _exact(
         supports = not sides or max(sides) >= SOME_CONTEXT
         scored.append((hit, n, weighted, agrees, supports))
     if len(scored) == 1:
-        hit, _, weighted, agrees, _ = scored[0]
-        return _Hit(hit, hit + len(quote), 100 if agrees else round(100 * weighted), True)
+        hit, _, weighted, agrees, supports = scored[0]
+        score = 100 if agrees else round(100 * weighted)
+        return _Hit(hit, hit + len(quote), score, True, supports)
     top = max(item[2] for item in scored)
     tied = [item for item in scored if item[2] >= top - TIE_MARGIN]
     # Old notes carry no kind: prose-looking context prefers the rendered text over an example.
@@ -757,7 +765,8 @@ def _exact(
     told = occurrence is not None and n == occurrence
     if len(tied) > 1 and not (supports or told or hint is not None):
         return None  # several places fit and nothing speaks for one: no guess
-    return _Hit(hit, hit + len(quote), 100 if agrees else round(100 * weighted), True)
+    score = 100 if agrees else round(100 * weighted)
+    return _Hit(hit, hit + len(quote), score, True, supports)
 
 
 def _one_word_changed(haystack: _Haystack, quote: str, hint: int) -> _Hit | None:
@@ -786,6 +795,15 @@ def _one_word_changed(haystack: _Haystack, quote: str, hint: int) -> _Hit | None
     return _Hit(lo + start, lo + end, score)
 
 
+def _same_case(haystack: _Haystack, hit: _Hit, original: str) -> bool:
+    """Whether the letters of the source at `hit` are the quote's, case included."""
+    source = haystack.source
+    if not source:
+        return True
+    shown = "".join(source[o] for o in haystack.offsets[hit.start : hit.end])
+    return [c for c in shown if c.isalpha()] == [c for c in original if c.isalpha()]
+
+
 def _search(
     haystack: _Haystack,
     quote: str,
@@ -793,13 +811,23 @@ def _search(
     suffix: str,
     hint: int | None,
     where: _Where,
+    original: str = "",
 ) -> _Hit | None:
     """Find `quote` in the haystack (all normalised): exact occurrences first, ranked here by
     the page's report, context and the hint; else `anchoring.locate`'s approximate match (the
     one re-anchoring algorithm of SPEC §5), kept to the reported kind of text."""
     hits = _exact_hits(haystack.text, quote)
     if hits:  # when nothing tells which copy, no answer: never a guess
-        return _exact(haystack, hits, quote, prefix, suffix, hint, where)
+        hit = _exact(haystack, hits, quote, prefix, suffix, hint, where)
+        far = hit is not None and hint is not None and abs(hit.start - hint) > ONE_WORD_REACH
+        if far and (near := _one_word_changed(haystack, quote, hint)) is not None:  # type: ignore[arg-type]
+            return near  # the note's own passage, edited, not a copy of it elsewhere
+        if hit is None or hit.supported:
+            return hit
+        # Found, but nothing around it is as it was: another passage with the same words when
+        # it differs in case ("Table of contents" vs "table of contents"), or, far from where
+        # the note was last seen, a copy elsewhere of a passage that was deleted.
+        return None if far or not _same_case(haystack, hit, original) else hit
     end = None if hint is None else hint + len(quote)
     match = locate(haystack.text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
     if match is None and hint is not None:
@@ -859,7 +887,7 @@ def locate_in_markdown(
     haystack = _haystack(source)
     offsets = haystack.offsets
     hint = None if hint_line is None else haystack.index_of_line(hint_line)
-    hit = _search(haystack, quote, before, after, hint, _Where(in_code, occurrence))
+    hit = _search(haystack, quote, before, after, hint, _Where(in_code, occurrence), exact.strip())
     if hit is None or hit.end <= hit.start:
         return None
     near = hint is not None and abs(hit.start - hint) <= ONE_WORD_REACH

@@ -488,3 +488,31 @@ def test_two_words_changed_in_a_short_quote_is_stale(project: Path) -> None:
     touch_write(page, SHORT.replace("agent edits the documentation", "reviewer reads the docs"))
     got = store.get_annotation(a.id)
     assert got.anchor_state == "stale" and got.source.last_known
+
+
+def test_a_deleted_heading_does_not_move_to_the_same_words_in_other_case(project: Path) -> None:
+    page = project / "docs" / "ref.md"
+    text = "# Guide\n\n## Table of contents\n\nThe page shows a table of contents on the right.\n"
+    page.write_text(text)
+    store = annotate.open(project)
+    a = store.add_annotation(text_note("Table of contents", prefix="Guide\n", suffix="\nThe page"))
+    assert a.source.line_start == 3
+    touch_write(page, text.replace("## Table of contents\n\n", ""))
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "stale" and got.source.last_known
+
+
+def test_an_edited_passage_does_not_jump_to_a_copy_of_it_far_away(project: Path) -> None:
+    # Reference pages repeat the same example text (and so the same context) many times.
+    example = "Sed sagittis eleifend rutrum. Donec vitae suscipit est. Nullam tempus."
+    filler = "\n\n".join(f"Filler paragraph number {n} with some words." for n in range(60))
+    text = f"# Lists\n\n{example}\n\n{filler}\n\n{example}\n"
+    page = project / "docs" / "ref.md"
+    page.write_text(text)
+    store = annotate.open(project)
+    a = store.add_annotation(text_note(example, inCode=False, occurrence=0))
+    assert a.source.line_start == 3
+    touch_write(page, text.replace("vitae suscipit", "vitae revised", 1))
+    got = store.get_annotation(a.id)
+    assert (got.anchor_state, got.source.line_start) == ("anchored", 3)
+    assert got.anchor_score < 100
