@@ -411,6 +411,8 @@ class _Projector:
 
     def _text(self, content: str) -> None:
         offsets = self.align(content)
+        if "++" in content:
+            content, offsets = _keys_shown(content, offsets)
         if "{" not in content:
             self.emit(content, offsets)
             return
@@ -515,6 +517,73 @@ class _Projector:
             self.chars.extend(chars[start - base : end - base])
             self.offsets.extend(offsets[start - base : end - base])
             self.code_flags.extend(code[start - base : end - base])
+
+
+def _keys_shown(content: str, offsets: list[int]) -> tuple[str, list[int]]:
+    """pymdownx.keys' `++ctrl+alt+del++` as the page shows it ("Ctrl+Alt+Del"), each shown
+    character placed at the key name it comes from."""
+    chars: list[str] = []
+    out: list[int] = []
+    at = 0
+    for m in _KEYS.finditer(content):
+        chars.extend(content[at : m.start()])
+        out.extend(offsets[at : m.start()])
+        for n, key in enumerate(_KEY_SPLIT.finditer(content, m.start(1), m.end(1))):
+            name, where = key.group(), offsets[key.start()]
+            shown = name[1:-1] if name.startswith('"') else _KEY_NAMES.get(name.lower(), name)
+            if len(shown) == 1 and shown.isalpha():
+                shown = shown.upper()
+            if n:
+                chars.append("+")
+                out.append(where)
+            chars.extend(shown)
+            out.extend([where] * len(shown))
+        at = m.end()
+    chars.extend(content[at:])
+    out.extend(offsets[at:])
+    return "".join(chars), out
+
+
+_KEYS = re.compile(r'\+\+((?:[\w-]+|"[^"\n]*")(?:\+(?:[\w-]+|"[^"\n]*"))*)\+\+')
+_KEY_SPLIT = re.compile(r'[\w-]+|"[^"\n]*"')
+# What pymdownx.keys shows for common key names (its key map; others show as written).
+_KEY_NAMES = {
+    "arrow-up": "Up",
+    "arrow-down": "Down",
+    "arrow-left": "Left",
+    "arrow-right": "Right",
+    "comma": ",",
+    "period": ".",
+    "slash": "/",
+    "backslash": "\\",
+    "semicolon": ";",
+    "question": "?",
+    "ctrl": "Ctrl",
+    "control": "Ctrl",
+    "alt": "Alt",
+    "shift": "Shift",
+    "cmd": "Cmd",
+    "command": "Cmd",
+    "meta": "Meta",
+    "option": "Option",
+    "windows": "Win",
+    "enter": "Enter",
+    "return": "Return",
+    "esc": "Esc",
+    "escape": "Esc",
+    "tab": "Tab",
+    "space": "Space",
+    "backspace": "Backspace",
+    "delete": "Del",
+    "del": "Del",
+    "insert": "Ins",
+    "home": "Home",
+    "end": "End",
+    "page-up": "Page Up",
+    "page-down": "Page Down",
+    "caps-lock": "Caps Lock",
+    **{f"f{n}": f"F{n}" for n in range(1, 25)},
+}
 
 
 def _continues_tab_set(tokens: list[Token], close: int) -> bool:

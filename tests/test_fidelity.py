@@ -188,10 +188,10 @@ Press these keys while reading:
 
 
 def test_a_unique_exact_quote_is_found_whatever_its_context() -> None:
-    # pymdownx.keys renders `++p++, ++comma++` as "P , ,": the stored prefix is nowhere in
-    # the Markdown, yet the quote occurs once.
+    # The stored context is nowhere in the Markdown (a page script rewrote it, say), yet the
+    # quote occurs once.
     got = sourcemap.locate_in_markdown(
-        KEYS, ": go to previous page", prefix="search dialog\nP , , ", suffix="\nN , ."
+        KEYS, ": go to previous page", prefix="Quite other words here ", suffix=" and more unlike"
     )
     assert got is not None and got.line_start == line_of(KEYS, "go to previous page")
     assert got.score < 100  # the context disagrees: a lower score, not a miss
@@ -516,3 +516,12 @@ def test_an_edited_passage_does_not_jump_to_a_copy_of_it_far_away(project: Path)
     got = store.get_annotation(a.id)
     assert (got.anchor_state, got.source.line_start) == ("anchored", 3)
     assert got.anchor_score < 100
+
+
+def test_keys_are_projected_as_the_page_shows_them() -> None:
+    source = "# Keys\n\n* ++arrow-down++ , ++arrow-up++ : select next / previous result\n"
+    assert "Down , Up : select next / previous result" in sourcemap.project_markdown(source).text
+    got = sourcemap.locate_in_markdown(source, ", Up : select next / previous result")
+    assert got is not None and (got.line_start, got.score) == (3, 100)
+    got = sourcemap.locate_in_markdown("Press ++ctrl+alt+del++ now.\n", "Ctrl+Alt+Del now")
+    assert got is not None and got.line_start == 1
