@@ -619,13 +619,49 @@ def _escape_code_pipes(line: str) -> str:
     return "".join(out) + line[at:]
 
 
+_DEFINITION = re.compile(r"^:[ \t]{1,3}(?=\S)")
+
+
+def _dedent_definitions(lines: list[str]) -> list[str]:
+    """Definitions (`:   text` and the lines indented by four after it) as plain blocks.
+
+    Python-Markdown's def_list takes a definition after a blank line or an HTML line (Material
+    writes `<!-- md:option … -->` terms), where markdown-it's deflist sees no term and reads the
+    indented lines that follow as a code block. A definition dedented shows the same text.
+    """
+    fence = ""
+    in_definition = False
+    for n, line in enumerate(lines):
+        if in_definition:
+            if not line.strip():
+                continue
+            if line.startswith("    ") or line.startswith("\t"):
+                lines[n] = line[4:] if line.startswith("    ") else line[1:]
+                continue
+            if m := _DEFINITION.match(line):
+                lines[n] = line[m.end() :]
+                continue
+            in_definition = False
+        marker = _FENCE.match(line)
+        if fence:
+            closing = marker and marker.group(1)
+            if closing and closing[0] == fence[0] and len(closing) >= len(fence):
+                fence = ""
+        elif marker:
+            fence = marker.group(1)
+        elif m := _DEFINITION.match(line):
+            lines[n] = line[m.end() :]
+            in_definition = True
+    return lines
+
+
 def _for_parsing(source: str) -> str:
     """`source` rewritten where markdown-it would read it unlike Python-Markdown, line for line.
 
     Token line maps of the result stay valid for `source`, against which text is aligned. Fenced
     code is left alone: docs that teach Markdown show tab and table syntax there.
     """
-    lines = source.split("\n")
+    lines = _dedent_definitions(source.split("\n"))
     fence = ""  # the marker of the open code fence
     in_table = False
     for n, line in enumerate(lines):
@@ -838,7 +874,9 @@ def _exact(
     return _Hit(hit, hit + len(quote), score, True, supports)
 
 
-def _one_word_changed(haystack: _Haystack, quote: str, hint: int) -> _Hit | None:
+def _one_word_changed(
+    haystack: _Haystack, quote: str, hint: int, kind: bool | None = None
+) -> _Hit | None:
     """The quote with one of its words changed (into one or two others), near where it was
     last seen: the edit an agent makes most (issue #13, class 3). A similarity threshold rejects
     it in short quotes where the word is long ("the documentation" → "the docs"); requiring
@@ -847,7 +885,8 @@ def _one_word_changed(haystack: _Haystack, quote: str, hint: int) -> _Hit | None
     if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < 4:
         return None
     lo = max(0, hint - ONE_WORD_REACH)
-    window = haystack.text[lo : hint + len(quote) + ONE_WORD_REACH]
+    text = haystack.text if kind is None else haystack.masked(kind)
+    window = text[lo : hint + len(quote) + ONE_WORD_REACH]
     found: set[tuple[int, int]] = set()
     for replacement in (r"[^ \x00]+", r"[^ \x00]+ [^ \x00]+"):  # one word, else two
         for i in range(len(words)):
@@ -886,29 +925,48 @@ def _search(
     the page's report, context and the hint; else `anchoring.locate`'s approximate match (the
     one re-anchoring algorithm of SPEC §5), kept to the reported kind of text."""
     hits = _exact_hits(haystack.text, quote)
+    kind = where.in_code
+    if (
+        hits
+        and hint is not None
+        and kind is not None
+        and not any(haystack.in_code(h) == kind for h in hits)
+    ):
+        # Re-locating: the passage of the reported kind, edited, before a copy of the other
+        # kind (a reworded result must not move into the example above it).
+        near = _approximate(haystack, quote, prefix, suffix, hint, kind)
+        if near is not None:
+            return near
     if hits:  # when nothing tells which copy, no answer: never a guess
         hit = _exact(haystack, hits, quote, prefix, suffix, hint, where)
         far = hit is not None and hint is not None and abs(hit.start - hint) > ONE_WORD_REACH
-        if far and (near := _one_word_changed(haystack, quote, hint)) is not None:  # type: ignore[arg-type]
+        if far and (near := _one_word_changed(haystack, quote, hint, kind)) is not None:  # type: ignore[arg-type]
             return near  # the note's own passage, edited, not a copy of it elsewhere
-        if hit is None or hit.supported:
-            return hit
-        # Found, but nothing around it is as it was: another passage with the same words when
-        # it differs in case ("Table of contents" vs "table of contents"), or, far from where
-        # the note was last seen, a copy elsewhere of a passage that was deleted.
-        return None if far or not _same_case(haystack, hit, original) else hit
+        if hit is None:
+            return None
+        # Other words in the same letters ("Built-in privacy plugin", a deleted heading, vs
+        # "the built-in privacy plugin" in prose) are taken only where the context agrees.
+        if hit.score < 100 and not _same_case(haystack, hit, original):
+            return None
+        # Nothing around it is as it was, far from where the note was last seen: a copy
+        # elsewhere of a passage that was deleted.
+        return None if far and not hit.supported else hit
+    return _approximate(haystack, quote, prefix, suffix, hint, kind)
+
+
+def _approximate(
+    haystack: _Haystack, quote: str, prefix: str, suffix: str, hint: int | None, kind: bool | None
+) -> _Hit | None:
+    """`anchoring.locate`'s approximate match, of the reported kind (code or not) when known;
+    else, near where the note was last seen, the quote with one word changed."""
     end = None if hint is None else hint + len(quote)
     match = locate(haystack.text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
-    if match is None and hint is not None:
-        return _one_word_changed(haystack, quote, hint)
-    if (
-        match is not None
-        and where.in_code is not None
-        and haystack.in_code(match.start) != where.in_code
-    ):
-        masked = haystack.masked(where.in_code)
+    if match is not None and kind is not None and haystack.in_code(match.start) != kind:
+        masked = haystack.masked(kind)
         match = locate(masked, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
-    return None if match is None else _Hit(match.start, match.end, round(match.score))
+    if match is None:
+        return None if hint is None else _one_word_changed(haystack, quote, hint, kind)
+    return _Hit(match.start, match.end, round(match.score))
 
 
 def _excerpt(source: str, line_start: int, line_end: int) -> str:

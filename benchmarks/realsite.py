@@ -343,6 +343,7 @@ class Passage:
     loose: tuple[bool, bool] = (False, False)
     stored: dict[str, Any] = field(default_factory=dict)  # what the overlay sent
     stale_text: bool = False  # the overlay's quote was not the text selected (issue #13, class 4)
+    failure: str = ""  # why it could not be annotated
     id: str | None = None
     created: str = "-"  # exact | right | wrong | none | failed
     source: dict[str, Any] | None = None
@@ -453,6 +454,7 @@ class Session:
         self.extra: dict[str, Any] = {}
         self.selected: dict[str, Any] = {}
         self.stale = False
+        self.why = ""  # why the last note could not be made
         page.route("**/__annotate/api/annotations", self._add_fields)
 
     def _add_fields(self, route: Route) -> None:
@@ -500,6 +502,7 @@ class Session:
         try:
             adder.wait_for(state="visible", timeout=3000)
         except Exception:
+            self.why = "no Annotate button"
             return None
         adder.click()
         self.extra = {"inCode": c["inCode"], "occurrence": c["occurrence"]}
@@ -518,6 +521,7 @@ class Session:
                 break
             self.page.wait_for_timeout(300)
         else:
+            self.why = "the image is covered"
             return None
         self.page.keyboard.down("Alt")
         self.page.mouse.move(point["x"] - 1, point["y"] - 1)
@@ -542,10 +546,12 @@ class Session:
                 self.page.get_by_role("button", name="Save").click()
             response = info.value
             if response.status != 201 and response.status != 200:
+                self.why = f"HTTP {response.status}: {response.text()[:80]}"
                 return None
             self.page.locator("#annotate-host [role=dialog]").wait_for(state="hidden")
             return response.json()
-        except Exception:
+        except Exception as e:
+            self.why = f"no note dialog or answer ({type(e).__name__})"
             return None
 
     def highlights(self) -> list[str]:
@@ -590,9 +596,10 @@ def collect(
                         if found is None:
                             continue  # no way to know its lines without the tool: pick another
                         p.expected, p.loose = found
+                    session.why = ""
                     made = session.annotate_text(c)
                 if made is None:
-                    p.created = "failed"
+                    p.created, p.failure = "failed", session.why
                 else:
                     p.id, p.source = made["id"], made.get("source")
                     p.stored = {k: made.get(k) for k in ("quote", "position", "elementSelector")}
@@ -859,6 +866,15 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
         print(f"\n### {kind}\n")
         print(
             table(rows, header) if rows else "(no passage of this kind found on the pages visited)"
+        )
+    failed = [p for p in passages if p.created == "failed"]
+    if failed:
+        print("\n### could not annotate\n")
+        print(
+            table(
+                [[p.kind, p.url, p.exact[:40], p.failure] for p in failed],
+                ["kind", "page", "quote", "why"],
+            )
         )
     made = [p for p in passages if p.created != "failed"]
     checked = [p for p in made if p.created != "unchecked"]

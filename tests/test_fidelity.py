@@ -525,3 +525,39 @@ def test_keys_are_projected_as_the_page_shows_them() -> None:
     assert got is not None and (got.line_start, got.score) == (3, 100)
     got = sourcemap.locate_in_markdown("Press ++ctrl+alt+del++ now.\n", "Ctrl+Alt+Del now")
     assert got is not None and got.line_start == 1
+
+
+def test_a_reworded_result_does_not_move_into_the_example_above_it(project: Path) -> None:
+    page = project / "docs" / "ref.md"
+    page.write_text(REFERENCE)
+    store = annotate.open(project)
+    a = store.add_annotation(text_note(ITEM, suffix="\nThe widget", inCode=False, occurrence=0))
+    line = line_of(REFERENCE, ITEM, nth=1)
+    assert a.source.line_start == line
+    lines = REFERENCE.split("\n")
+    lines[line - 1] = lines[line - 1].replace("count", "tally")
+    touch_write(page, "\n".join(lines))
+    got = store.get_annotation(a.id)
+    assert (got.anchor_state, got.source.line_start) == ("anchored", line)
+
+
+DEFINITIONS = """\
+# Modes
+
+<!-- md:option mode:search -->
+
+:   This mode is active when the search is focused. It provides several key
+    bindings to make search navigable via keyboard:
+
+    * ++arrow-down++ , ++arrow-up++ : select next / previous result
+    * ++esc++ , ++tab++ : close search dialog
+"""
+
+
+def test_a_definition_after_an_html_term_is_not_code() -> None:
+    # Python-Markdown's def_list takes it; markdown-it sees no term and would read the indented
+    # list as a code block.
+    got = sourcemap.locate_in_markdown(
+        DEFINITIONS, ", Up : select next / previous result", in_code=False
+    )
+    assert got is not None and (got.line_start, got.score) == (8, 100)
