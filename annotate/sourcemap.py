@@ -706,7 +706,7 @@ def project_markdown(source: str) -> ProjectedText:
 class _Haystack:
     """The normalised projection of a source, where to find it, and what answers line hints fast."""
 
-    __slots__ = ("_masked", "_reach", "code", "line_starts", "offsets", "source", "text")
+    __slots__ = ("_masked", "_reach", "code", "line_starts", "offsets", "shown", "text")
 
     def __init__(
         self,
@@ -714,9 +714,9 @@ class _Haystack:
         offsets: array[int],
         line_starts: list[int],
         code: bytes = b"",
-        source: str = "",
+        shown: str = "",
     ) -> None:
-        self.source = source  # the Markdown (line ends made `\n`)
+        self.shown = shown  # shown[i]: the projected character text[i] was folded from
         self.text = text
         self.offsets = offsets  # the source offset of each character of `text`
         self.line_starts = line_starts  # source offset of each line's first character
@@ -776,7 +776,8 @@ def _haystack(source: str) -> _Haystack:
     text, index = normalise(projected.text)
     offsets = array("q", map(projected.offsets.__getitem__, index))
     code = bytes(map(projected.code.__getitem__, index)) if projected.code else b""
-    return _Haystack(text, offsets, _line_starts(source), code, source)
+    shown = "".join(map(projected.text.__getitem__, index))
+    return _Haystack(text, offsets, _line_starts(source), code, shown)
 
 
 class _Where(NamedTuple):
@@ -904,11 +905,10 @@ def _one_word_changed(
 
 
 def _same_case(haystack: _Haystack, hit: _Hit, original: str) -> bool:
-    """Whether the letters of the source at `hit` are the quote's, case included."""
-    source = haystack.source
-    if not source:
+    """Whether the letters shown at `hit` are the quote's, case included."""
+    if not haystack.shown:
         return True
-    shown = "".join(source[o] for o in haystack.offsets[hit.start : hit.end])
+    shown = haystack.shown[hit.start : hit.end]
     return [c for c in shown if c.isalpha()] == [c for c in original if c.isalpha()]
 
 

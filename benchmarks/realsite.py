@@ -126,9 +126,15 @@ PAGE_JS = """
   const q = (sel) => [...root.querySelectorAll(sel)].filter(visible);
   const plain = (el) => !el.querySelector('code,kbd,img,svg,sup,.keys,ul,ol,table');
   const out = [];
+  const nodeAt = (pos) => { let lo = 0, hi = nodes.length - 1, at = 0;
+    while (lo <= hi) { const m = (lo + hi) >> 1; if (starts[m] <= pos) { at = m; lo = m + 1; } else hi = m - 1; }
+    return nodes[at]; };
+  // A press on a link drags the link: a reader starts and ends a selection outside links.
+  const inLink = (pos) => !!nodeAt(pos).parentElement.closest('a');
   const add = (span, extra) => {
     if (!span || out.length >= limit) return;
     const [a, b] = span, exact = text.slice(a, b);
+    if (inLink(a) || inLink(b - 1)) return;
     if (exact.trim().length < 12) return;
     const inCode = codeAt(a);
     let occurrence = 0;
@@ -502,7 +508,11 @@ class Session:
         try:
             adder.wait_for(state="visible", timeout=3000)
         except Exception:
-            self.why = "no Annotate button"
+            selected = self.page.evaluate("() => String(getSelection())")
+            same = " ".join(selected.split()) == " ".join(c["exact"].split())
+            self.why = "no Annotate button" + (
+                " for the selection" if same else f" (selected {selected[:30]!r})"
+            )
             return None
         adder.click()
         self.extra = {"inCode": c["inCode"], "occurrence": c["occurrence"]}

@@ -561,3 +561,25 @@ def test_a_definition_after_an_html_term_is_not_code() -> None:
         DEFINITIONS, ", Up : select next / previous result", in_code=False
     )
     assert got is not None and (got.line_start, got.score) == (8, 100)
+
+
+def test_text_after_keys_stays_anchored_when_a_paragraph_is_inserted_above(project: Path) -> None:
+    page = project / "docs" / "ref.md"
+    page.write_text(DEFINITIONS)
+    store = annotate.open(project)
+    a = store.add_annotation(
+        text_note(
+            ", Up : select next / previous result",
+            prefix="navigable via keyboard:  Down ",
+            suffix=" Esc , Tab : close search dialog",
+            inCode=False,
+            occurrence=0,
+        )
+    )
+    assert a.source.line_start == 8
+    touch_write(
+        page,
+        DEFINITIONS.replace("    * ++arrow-down++", "    A new paragraph.\n\n    * ++arrow-down++"),
+    )
+    got = store.get_annotation(a.id)
+    assert (got.anchor_state, got.source.line_start) == ("anchored", 10)
