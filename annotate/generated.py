@@ -233,7 +233,18 @@ def _between(found: list[Directive], source: str, prefix: str, suffix: str) -> D
         fits = fits[:1]  # the first directive after the text before
     elif before_line is not None and after_line is None:
         fits = fits[-1:]  # the last directive before the text after
-    return fits[0] if len(fits) == 1 else None
+    if len(fits) != 1:
+        return None
+    # Only blank lines (or headings, which carry the context) may stand between the context's
+    # text and the directive: else the quote may be other text (deleted, from the theme).
+    lines = source.split("\n")
+    d = fits[0]
+    gaps = []
+    if after_line is not None:
+        gaps += lines[after_line : d.line_start - 1]
+    if before_line is not None:
+        gaps += lines[d.line_end : before_line - 1]
+    return d if all(not g.strip() or g.lstrip().startswith("#") for g in gaps) else None
 
 
 def locate_generated(

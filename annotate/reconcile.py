@@ -160,7 +160,12 @@ def plan(
             continue
         change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
         match = _element_source(text, row) if element else locate_source(text, row)[0]
-        made = None if match is not None or element else _generated(text, row, locator)
+        # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
+        # never re-pointed at a directive near where it was.
+        was_markdown = bool(row["source_path"]) and row.get("source_kind") != "generated"
+        made = (
+            None if match is not None or element or was_markdown else _generated(text, row, locator)
+        )
         if match is not None:
             change.update(
                 source_path=path,

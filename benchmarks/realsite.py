@@ -522,7 +522,10 @@ class Session:
     def annotate_element(self, c: dict[str, Any]) -> dict[str, Any] | None:
         for _ in range(5):
             point = self.page.evaluate(
-                """(i) => { const el = document.images[i]; el.scrollIntoView({block: 'center'});
+                """async (i) => {
+                     // Images still loading move the page under the pointer.
+                     await Promise.all([...document.images].map((im) => im.decode().catch(() => null)));
+                     const el = document.images[i]; el.scrollIntoView({block: 'center'});
                      const r = el.getBoundingClientRect(), x = r.left + r.width / 2 + 1, y = r.top + r.height / 2 + 1;
                      return document.elementFromPoint(x, y) === el ? {x, y} : null; }""",
                 c["index"],
@@ -615,6 +618,8 @@ def collect(
                     p.stored = {k: made.get(k) for k in ("quote", "position", "elementSelector")}
                     p.stale_text = session.stale
                     p.created = grade(p.source, path, p.expected, p.loose)
+                    if kind == "element" and session.stale:
+                        p.created, p.expected = "misclick", None  # another element was noted
                     if kind == "generated" and p.source:
                         # The directive's first line; its options may follow.
                         right = p.source.get("lineStart") == p.expected[0]
@@ -794,7 +799,7 @@ def check_after(session: Session, passages: list[Passage], written: dict[str, st
         except Exception:
             pages[url] = []
     for p in passages:
-        if p.id is None:
+        if p.id is None or p.created == "misclick":
             continue
         note = store.get_annotation(p.id).to_dict()
         md = (session.project / p.path).read_text(encoding="utf-8", errors="replace")
@@ -887,7 +892,7 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
             )
         )
     made = [p for p in passages if p.created != "failed"]
-    checked = [p for p in made if p.created != "unchecked"]
+    checked = [p for p in made if p.created not in ("unchecked", "misclick")]
     exact = sum(p.created in ("exact", "right") for p in checked)
     wrong = sum(p.created == "wrong" for p in checked) + sum(
         p.after.get("lines") in ("wrong", "WRONG") for p in made

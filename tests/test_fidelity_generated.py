@@ -204,3 +204,30 @@ def test_no_directive_or_no_way_to_tell_gives_no_source() -> None:
     assert locate_generated("# Title\n\nPlain page.\n", "Made with Material for MkDocs") is None
     two = "# Two\n\n::: pkg.a\n\n::: pkg.b\n"
     assert locate_generated(two, "Some docstring text") is None
+
+
+def test_a_deleted_paragraph_before_a_directive_goes_stale_not_generated(tmp_path: Path) -> None:
+    page = "# Plugins\n\nThere is no sandbox.\n\nOnce a plugin is installed, it is ready to use.\n\n::: pkg.mod.Widget\n"
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n")
+    (tmp_path / "docs").mkdir()
+    md = tmp_path / "docs" / "index.md"
+    md.write_text(page)
+    store = annotate.open(tmp_path)
+    a = store.add_annotation(
+        {
+            "pageUrl": "/",
+            "note": "Say where.",
+            "selectedText": "Once a plugin is installed, it is ready to use.",
+            "quote": {
+                "exact": "Once a plugin is installed, it is ready to use.",
+                "prefix": "There is no sandbox.\n",
+                "suffix": "\nWidget",
+            },
+        }
+    )
+    assert a.source.line_start == 5 and a.source.kind is None
+    before = md.stat().st_mtime
+    md.write_text(page.replace("Once a plugin is installed, it is ready to use.\n\n", ""))
+    os.utime(md, (before + 5, before + 5))
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "stale" and got.source.kind is None and got.source.last_known
