@@ -110,7 +110,9 @@ PAGE_JS = """
     nodes.forEach((n, i) => { if (el.contains(n)) { if (s < 0) s = starts[i]; e = starts[i] + n.data.length; } });
     return s < 0 ? null : [s, e];
   };
-  const visible = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  // Not inside a closed <details> (its content is laid out, but not shown).
+  const visible = (el) => { const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && (!el.checkVisibility || el.checkVisibility()); };
   // A piece of [s, e) of 20 to 90 characters, starting and ending at a word.
   const piece = (s, e, from) => {
     let a = from === undefined ? s : from;
@@ -892,15 +894,18 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
             )
         )
     made = [p for p in passages if p.created != "failed"]
+    misclicks = sum(p.created == "misclick" for p in made)
+    # A click that noted another element is not graded after the edits either.
+    graded = [p for p in made if p.created != "misclick"]
     checked = [p for p in made if p.created not in ("unchecked", "misclick")]
     exact = sum(p.created in ("exact", "right") for p in checked)
     wrong = sum(p.created == "wrong" for p in checked) + sum(
-        p.after.get("lines") in ("wrong", "WRONG") for p in made
+        p.after.get("lines") in ("wrong", "WRONG") for p in graded
     )
-    reworded = [p for p in made if p.edit == "reword"]
-    untouched = [p for p in made if p.edit in ("none", "insert above")]
-    moved = [p for p in made if p.edit not in ("delete", "none", "insert above", "reword")]
-    deleted = [p for p in made if p.edit == "delete"]
+    reworded = [p for p in graded if p.edit == "reword"]
+    untouched = [p for p in graded if p.edit in ("none", "insert above")]
+    moved = [p for p in graded if p.edit not in ("delete", "none", "insert above", "reword")]
+    deleted = [p for p in graded if p.edit == "delete"]
 
     def right(ps: list[Passage]) -> int:
         return sum(
@@ -913,6 +918,7 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
         table(
             [
                 ["passages annotated / tried", f"{len(made)} / {len(passages)}"],
+                ["Alt+clicks that landed on another element (not graded)", str(misclicks)],
                 [
                     "overlay's quote was other text (stale page text; sent as selected)",
                     str(sum(p.stale_text for p in made)),
