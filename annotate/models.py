@@ -151,6 +151,12 @@ class Source:
     line_start: int
     line_end: int
     excerpt: str = ""
+    # Issue #13: "generated" when the lines hold the directive that produced the text (the text
+    # itself is not in the Markdown); `object` is the documented Python object, when known;
+    # `last_known` when the note is no longer anchored and the lines are where it was last seen.
+    kind: str | None = None
+    object: str | None = None
+    last_known: bool = False
 
     @property
     def lines(self) -> str:
@@ -160,12 +166,20 @@ class Source:
         return f"{self.path}:{self.line_start}-{self.line_end}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
             "lineStart": self.line_start,
             "lineEnd": self.line_end,
             "excerpt": self.excerpt,
         }
+        # Present only when they say something (consumers read a missing key as absent).
+        if self.kind:
+            out["kind"] = self.kind
+        if self.object:
+            out["object"] = self.object
+        if self.last_known:
+            out["lastKnown"] = True
+        return out
 
 
 @dataclass(slots=True)

@@ -7,14 +7,18 @@ time) are located again — by `replacedText` when the agent recorded one, else 
 - `anchored`: found; `source` holds the current lines;
 - `stale`: the file is there but the text was rewritten beyond recognition; `source` keeps the lines
   where it was last seen;
-- `orphaned`: the file is gone;
+- `orphaned`: the file is gone (or, for an element note, the element was never found in it);
 - `removed` (set by `address_annotation(deleted=True)`): the text was deleted as asked; left be.
 
-Nothing is ever dropped. An unchanged file costs one `stat` per file, not per annotation.
+Nothing is ever dropped. A note that is not `anchored` keeps the lines where it was last seen, and
+`Source.last_known` says so: they never claim the text that now stands there (issue #13).
+Element notes are looked for by their `src`, `href` or text (`sourcemap.locate_element`); text
+that a directive generated points at the directive's lines (`generated.locate_generated`). An unchanged file costs one `stat` per file, not per annotation.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import sourcemap
+from . import generated, sourcemap
 from .pages import resolve_page, safe_path
 
 __all__ = ["Locator", "locate_source", "plan"]
@@ -39,9 +43,12 @@ class Locator:
     # Page URL -> registered Markdown path; asked only for notes without a file yet (or whose file
     # is gone), so an ordinary read never touches the pages table.
     registered: Callable[[str], str | None] = lambda url: None
+    # Page URL -> the objects the page documents as rendered (`generated.objects_in_html`).
+    page_objects: Callable[[str], list[Any] | None] = lambda url: None
     _files: dict[str, tuple[float, str] | None] = field(default_factory=dict)
     _mtimes: dict[str, float | None] = field(default_factory=dict)
     _resolved: dict[str, str | None] = field(default_factory=dict)
+    _objects: dict[str, list[Any]] = field(default_factory=dict)
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
@@ -52,6 +59,12 @@ class Locator:
             else:
                 self._resolved[page_url] = resolve_page(self.project, page_url)
         return self._resolved[page_url]
+
+    def objects(self, page_url: str) -> list[Any]:
+        """What the page documents, as the last build rendered it (cached per pass)."""
+        if page_url not in self._objects:
+            self._objects[page_url] = self.page_objects(page_url) or []
+        return self._objects[page_url]
 
     def mtime(self, relative: str) -> float | None:
         """The file's mtime, or None when it is missing or outside the project (cached)."""
@@ -88,17 +101,35 @@ def locate_source(text: str, row: Mapping[str, Any]) -> tuple[sourcemap.SourceMa
     hint = row["source_line_start"]
     replaced = row["replaced_text"]
     prefix, suffix = row["quote_prefix"] or "", row["quote_suffix"] or ""
+    in_code = None if row.get("in_code") is None else bool(row["in_code"])
     if replaced:
-        # The text around the quote still frames the replacement.
+        # The text around the quote still frames the replacement; the page's count of the
+        # quote's occurrences says nothing about the replacement's.
         match = sourcemap.locate_in_markdown(
-            text, replaced, prefix=prefix, suffix=suffix, hint_line=hint
+            text, replaced, prefix=prefix, suffix=suffix, hint_line=hint, in_code=in_code
         )
         if match is not None:
             return match, True
     exact = row["quote_exact"] or row["selected_text"] or ""
     return sourcemap.locate_in_markdown(
-        text, exact, prefix=prefix, suffix=suffix, hint_line=hint
+        text,
+        exact,
+        prefix=prefix,
+        suffix=suffix,
+        hint_line=hint,
+        in_code=in_code,
+        occurrence=row.get("occurrence"),
     ), False
+
+
+def _element_source(text: str, row: Mapping[str, Any]) -> sourcemap.SourceMatch | None:
+    try:
+        selector = json.loads(row["element_selector"] or "{}")
+    except ValueError:
+        return None
+    if not isinstance(selector, dict):
+        return None
+    return sourcemap.locate_element(text, selector, hint_line=row["source_line_start"])
 
 
 def plan(
@@ -106,13 +137,14 @@ def plan(
 ) -> dict[str, dict[str, Any]]:
     """The column updates that bring `rows` up to date with the files on disk, by annotation id.
 
-    Only text annotations have a source. A row is looked at again only when its file's mtime is not
+    A row is looked at again only when its file's mtime is not
     the one recorded at the last check (or with `force`).
     """
     updates: dict[str, dict[str, Any]] = {}
     for row in rows:
-        if row["type"] != "text" or row["anchor_state"] == "removed":
+        if row["anchor_state"] == "removed":
             continue  # a removed note's text was deleted on purpose: nothing to find
+        element = row["type"] == "element"
         current = row["source_file"]
         path = current
         mtime = locator.mtime(path) if path else None
@@ -121,7 +153,7 @@ def plan(
             path = locator.page_file(row["page_url"])
             mtime = locator.mtime(path) if path else None
         if mtime is None:
-            if current and row["anchor_state"] != "orphaned":
+            if (current or element) and row["anchor_state"] != "orphaned":
                 updates[row["id"]] = {"anchor_state": "orphaned", "anchor_score": 0.0}
             continue
         if not force and path == current and row["source_mtime"] == mtime:
@@ -130,27 +162,67 @@ def plan(
         if text is None:
             continue
         change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
-        match, _ = locate_source(text, row)
+        match = _element_source(text, row) if element else locate_source(text, row)[0]
+        # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
+        # never re-pointed at a directive near where it was.
+        was_markdown = bool(row["source_path"]) and row.get("source_kind") != "generated"
+        made = (
+            None if match is not None or element or was_markdown else _generated(text, row, locator)
+        )
         if match is not None:
             change.update(
                 source_path=path,
                 source_line_start=match.line_start,
                 source_line_end=match.line_end,
                 source_excerpt=match.excerpt,
+                source_kind=None,
+                source_object=None,
                 anchor_state="anchored",
                 anchor_score=float(match.score),
             )
+        elif made is not None:
+            change.update(
+                source_path=path,
+                source_line_start=made.line_start,
+                source_line_end=made.line_end,
+                source_excerpt=made.excerpt,
+                source_kind="generated",
+                source_object=made.object,
+                anchor_state="anchored",
+                anchor_score=100.0 if made.object else 80.0,
+            )
         elif row["source_path"]:
-            # Seen before, not found now: rewritten. Keep the last known lines as a pointer.
+            # Seen before, not found now: rewritten. Keep the last known lines as a pointer,
+            # marked as last known (Source.last_known) so they claim nothing about the text
+            # that stands there now.
             change.update(anchor_state="stale", anchor_score=0.0)
+        elif element:
+            # Never anchored without a source (issue #13, class 7).
+            change.update(anchor_state="orphaned", anchor_score=0.0)
         updates[row["id"]] = change
     return updates
+
+
+def _generated(
+    text: str, row: Mapping[str, Any], locator: Locator
+) -> generated.GeneratedSource | None:
+    """The directive that generated a quote not found in the Markdown itself."""
+    exact = row["quote_exact"] or row["selected_text"] or ""
+    return generated.locate_generated(
+        text,
+        exact,
+        prefix=row["quote_prefix"] or "",
+        suffix=row["quote_suffix"] or "",
+        objects=locator.objects(row["page_url"]),
+    )
 
 
 def changed(row: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
     """Whether an update changes what a reader sees (not just the recorded mtime)."""
     visible = (
         "source_path",
+        "source_kind",
+        "source_object",
         "source_line_start",
         "source_line_end",
         "anchor_state",

@@ -143,7 +143,26 @@ def _agent_loop(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_initial, _page_sources, _agent_loop]
+def _source_fidelity(db: sqlite_utils.Database) -> None:
+    # Issue #13. Where the selection was on the page: inside <pre>/<code> (1/0) and which
+    # occurrence of the quote among those of its kind, to tell a code example from its result.
+    db["annotations"].add_column("in_code", int)
+    db["annotations"].add_column("occurrence", int)
+    # Text a directive generated (mkdocstrings `::: pkg.mod`, mkdocs-click, macros): source_kind
+    # 'generated' with the directive's lines, and the documented Python object when known.
+    db["annotations"].add_column("source_kind", str)
+    db["annotations"].add_column("source_object", str)
+    # Page URL -> the objects a page documents, as the build rendered them (JSON), recorded by
+    # the MkDocs plugin: which object's docstring holds a quote.
+    db["pages"].add_column("generated", str)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _initial,
+    _page_sources,
+    _agent_loop,
+    _source_fidelity,
+]
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
     {"annotations", "page_notes", "replies", "reviews", "changes", "pages", "schema_version"}

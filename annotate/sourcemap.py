@@ -15,6 +15,7 @@ import html
 import re
 import string
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -28,6 +29,7 @@ from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
+from rapidfuzz.distance import Indel
 
 from .anchoring import locate
 from .pages import safe_path
@@ -35,6 +37,7 @@ from .pages import safe_path
 __all__ = [
     "ProjectedText",
     "SourceMatch",
+    "locate_element",
     "locate_in_markdown",
     "map_source",
     "normalise",
@@ -48,6 +51,18 @@ __all__ = [
 SHORT_QUOTE = 40
 MIN_SHORT_QUOTE_SCORE = 85
 MAX_EXCERPT_CHARS = 500
+# Ranking exact occurrences of a quote, as `anchoring.locate` ranks candidates (hypothesis/client
+# match-quote.ts weights): context decides between copies, then the old place, then the page's
+# count of occurrences.
+QUOTE_WEIGHT, PREFIX_WEIGHT, SUFFIX_WEIGHT = 50.0, 20.0, 20.0
+TIE_MARGIN = 0.05
+GOOD_CONTEXT = 0.75  # mean similarity of the context sides for a full score
+SOME_CONTEXT = 0.65  # one side at least this similar speaks for a copy
+MAX_EXACT_HITS = 1000
+# A quote of this many characters or more, found again with one word changed near where it was
+# last seen (within this many characters), stays anchored whatever its similarity.
+MIN_ONE_WORD_QUOTE = 30
+ONE_WORD_REACH = 2000
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # How far ahead character-wise alignment looks for the next character of a text token.
@@ -93,6 +108,8 @@ class ProjectedText:
     source: str
     text: str
     offsets: tuple[int, ...]
+    # code[i] is 1 where text[i] is shown inside `<pre>` or `<code>` (fenced, indented or inline code).
+    code: bytes = b""
 
     def line_of(self, offset: int) -> int:
         """1-based line of a source offset."""
@@ -116,6 +133,8 @@ class _Hit(NamedTuple):
     start: int
     end: int
     score: int
+    exact: bool = False  # the quote itself, not an approximate match
+    supported: bool = True  # its context agrees with the stored context on one side at least
 
 
 # Text is folded a stretch at a time: ASCII stretches by slicing between the runs that collapse to
@@ -242,24 +261,29 @@ class _View:
 
 
 class _HTMLText(HTMLParser):
-    """Text nodes of an HTML block, as a browser would show them."""
+    """Text nodes of an HTML block, as a browser would show them, and whether each is code."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
+        self.parts: list[tuple[str, bool]] = []
         self._skip = 0
+        self._code = 0
 
     def handle_starttag(self, tag: str, attrs: Any) -> None:
         if tag in ("script", "style"):
             self._skip += 1
+        elif tag in ("pre", "code"):
+            self._code += 1
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("script", "style") and self._skip:
             self._skip -= 1
+        elif tag in ("pre", "code") and self._code:
+            self._code -= 1
 
     def handle_data(self, data: str) -> None:
         if not self._skip:
-            self.parts.append(data)
+            self.parts.append((data, self._code > 0))
 
 
 def _parser() -> MarkdownIt:
@@ -289,6 +313,7 @@ class _Projector:
         self.line_starts = _line_starts(source)
         self.chars: list[str] = []
         self.offsets: list[int] = []
+        self.code_flags = bytearray()  # 1 for each character shown as code
         self.cursor = 0
         self.region = (0, 0)
         self._decoded: _View | None = None
@@ -354,12 +379,13 @@ class _Projector:
         start, end = self.region
         return max(0, min(max(start, min(self.cursor, end - 1)), len(self.source) - 1))
 
-    def emit(self, text: str, offsets: list[int]) -> None:
+    def emit(self, text: str, offsets: list[int], *, code: bool = False) -> None:
         self.chars.extend(text)
         self.offsets.extend(offsets)
+        self.code_flags.extend((b"\x01" if code else b"\x00") * len(text))
 
-    def emit_text(self, piece: str, *, raw: bool = False) -> None:
-        self.emit(piece, self.align(piece, raw=raw))
+    def emit_text(self, piece: str, *, raw: bool = False, code: bool = False) -> None:
+        self.emit(piece, self.align(piece, raw=raw), code=code)
 
     def end_block(self) -> None:
         if self.chars and self.chars[-1] != "\n":
@@ -375,7 +401,7 @@ class _Projector:
             if kind == "text":
                 self._text(child.content)
             elif kind == "code_inline":
-                self.emit_text(child.content, raw=True)
+                self.emit_text(child.content, raw=True, code=True)
             elif kind in ("softbreak", "hardbreak"):
                 self.emit("\n", [self._here()])
             elif kind == "footnote_ref":
@@ -385,6 +411,8 @@ class _Projector:
 
     def _text(self, content: str) -> None:
         offsets = self.align(content)
+        if "++" in content:
+            content, offsets = _keys_shown(content, offsets)
         if "{" not in content:
             self.emit(content, offsets)
             return
@@ -417,8 +445,8 @@ class _Projector:
         self.enter(first, max(token.map[1], first + 1))
         for line in token.content.split("\n"):
             if line:
-                self.emit_text(line, raw=True)
-            self.emit("\n", [self._here()])
+                self.emit_text(line, raw=True, code=True)
+            self.emit("\n", [self._here()], code=True)
 
     def html_block(self, token: Token) -> None:
         assert token.map is not None
@@ -426,9 +454,9 @@ class _Projector:
         parser.feed(token.content)
         parser.close()
         self.enter(*token.map)
-        for part in parser.parts:
+        for part, code in parser.parts:
             if part.strip():
-                self.emit_text(part)
+                self.emit_text(part, code=code)
             else:  # the line breaks between tags: whitespace on the page too
                 self.end_block()
         self.end_block()
@@ -483,11 +511,79 @@ class _Projector:
 
     def _reorder(self, base: int, pieces: list[tuple[int, int]]) -> None:
         """Replace the projection from `base` to its end with `pieces` ([start, end) ranges of it)."""
-        chars, offsets = self.chars[base:], self.offsets[base:]
-        del self.chars[base:], self.offsets[base:]
+        chars, offsets, code = self.chars[base:], self.offsets[base:], self.code_flags[base:]
+        del self.chars[base:], self.offsets[base:], self.code_flags[base:]
         for start, end in pieces:
             self.chars.extend(chars[start - base : end - base])
             self.offsets.extend(offsets[start - base : end - base])
+            self.code_flags.extend(code[start - base : end - base])
+
+
+def _keys_shown(content: str, offsets: list[int]) -> tuple[str, list[int]]:
+    """pymdownx.keys' `++ctrl+alt+del++` as the page shows it ("Ctrl+Alt+Del"), each shown
+    character placed at the key name it comes from."""
+    chars: list[str] = []
+    out: list[int] = []
+    at = 0
+    for m in _KEYS.finditer(content):
+        chars.extend(content[at : m.start()])
+        out.extend(offsets[at : m.start()])
+        for n, key in enumerate(_KEY_SPLIT.finditer(content, m.start(1), m.end(1))):
+            name, where = key.group(), offsets[key.start()]
+            shown = name[1:-1] if name.startswith('"') else _KEY_NAMES.get(name.lower(), name)
+            if len(shown) == 1 and shown.isalpha():
+                shown = shown.upper()
+            if n:
+                chars.append("+")
+                out.append(where)
+            chars.extend(shown)
+            out.extend([where] * len(shown))
+        at = m.end()
+    chars.extend(content[at:])
+    out.extend(offsets[at:])
+    return "".join(chars), out
+
+
+_KEYS = re.compile(r'\+\+((?:[\w-]+|"[^"\n]*")(?:\+(?:[\w-]+|"[^"\n]*"))*)\+\+')
+_KEY_SPLIT = re.compile(r'[\w-]+|"[^"\n]*"')
+# What pymdownx.keys shows for common key names (its key map; others show as written).
+_KEY_NAMES = {
+    "arrow-up": "Up",
+    "arrow-down": "Down",
+    "arrow-left": "Left",
+    "arrow-right": "Right",
+    "comma": ",",
+    "period": ".",
+    "slash": "/",
+    "backslash": "\\",
+    "semicolon": ";",
+    "question": "?",
+    "ctrl": "Ctrl",
+    "control": "Ctrl",
+    "alt": "Alt",
+    "shift": "Shift",
+    "cmd": "Cmd",
+    "command": "Cmd",
+    "meta": "Meta",
+    "option": "Option",
+    "windows": "Win",
+    "enter": "Enter",
+    "return": "Return",
+    "esc": "Esc",
+    "escape": "Esc",
+    "tab": "Tab",
+    "space": "Space",
+    "backspace": "Backspace",
+    "delete": "Del",
+    "del": "Del",
+    "insert": "Ins",
+    "home": "Home",
+    "end": "End",
+    "page-up": "Page Up",
+    "page-down": "Page Down",
+    "caps-lock": "Caps Lock",
+    **{f"f{n}": f"F{n}" for n in range(1, 25)},
+}
 
 
 def _continues_tab_set(tokens: list[Token], close: int) -> bool:
@@ -523,13 +619,49 @@ def _escape_code_pipes(line: str) -> str:
     return "".join(out) + line[at:]
 
 
+_DEFINITION = re.compile(r"^:[ \t]{1,3}(?=\S)")
+
+
+def _dedent_definitions(lines: list[str]) -> list[str]:
+    """Definitions (`:   text` and the lines indented by four after it) as plain blocks.
+
+    Python-Markdown's def_list takes a definition after a blank line or an HTML line (Material
+    writes `<!-- md:option … -->` terms), where markdown-it's deflist sees no term and reads the
+    indented lines that follow as a code block. A definition dedented shows the same text.
+    """
+    fence = ""
+    in_definition = False
+    for n, line in enumerate(lines):
+        if in_definition:
+            if not line.strip():
+                continue
+            if line.startswith("    ") or line.startswith("\t"):
+                lines[n] = line[4:] if line.startswith("    ") else line[1:]
+                continue
+            if m := _DEFINITION.match(line):
+                lines[n] = line[m.end() :]
+                continue
+            in_definition = False
+        marker = _FENCE.match(line)
+        if fence:
+            closing = marker and marker.group(1)
+            if closing and closing[0] == fence[0] and len(closing) >= len(fence):
+                fence = ""
+        elif marker:
+            fence = marker.group(1)
+        elif m := _DEFINITION.match(line):
+            lines[n] = line[m.end() :]
+            in_definition = True
+    return lines
+
+
 def _for_parsing(source: str) -> str:
     """`source` rewritten where markdown-it would read it unlike Python-Markdown, line for line.
 
     Token line maps of the result stay valid for `source`, against which text is aligned. Fenced
     code is left alone: docs that teach Markdown show tab and table syntax there.
     """
-    lines = source.split("\n")
+    lines = _dedent_definitions(source.split("\n"))
     fence = ""  # the marker of the open code fence
     in_table = False
     for n, line in enumerate(lines):
@@ -563,7 +695,9 @@ def project_markdown(source: str) -> ProjectedText:
     source = _NEWLINES.sub("\n", source)
     projector = _Projector(source)
     projector.walk(_MD.parse(_for_parsing(source)))
-    return ProjectedText(source, "".join(projector.chars), tuple(projector.offsets))
+    return ProjectedText(
+        source, "".join(projector.chars), tuple(projector.offsets), bytes(projector.code_flags)
+    )
 
 
 # -- searching ----------------------------------------------------------------------------------
@@ -572,13 +706,23 @@ def project_markdown(source: str) -> ProjectedText:
 class _Haystack:
     """The normalised projection of a source, where to find it, and what answers line hints fast."""
 
-    __slots__ = ("_reach", "line_starts", "offsets", "text")
+    __slots__ = ("_masked", "_reach", "code", "line_starts", "offsets", "shown", "text")
 
-    def __init__(self, text: str, offsets: array[int], line_starts: list[int]) -> None:
+    def __init__(
+        self,
+        text: str,
+        offsets: array[int],
+        line_starts: list[int],
+        code: bytes = b"",
+        shown: str = "",
+    ) -> None:
+        self.shown = shown  # shown[i]: the projected character text[i] was folded from
         self.text = text
         self.offsets = offsets  # the source offset of each character of `text`
         self.line_starts = line_starts  # source offset of each line's first character
+        self.code = code or bytes(len(text))  # 1 where the character is shown as code
         self._reach: array[int] | None = None
+        self._masked: dict[bool, str] = {}
 
     @property
     def reach(self) -> array[int]:
@@ -605,6 +749,24 @@ class _Haystack:
         at = self.line_starts[min(max(line, 1), len(self.line_starts)) - 1]
         return bisect.bisect_left(self.reach, at)
 
+    def in_code(self, at: int) -> bool:
+        return at < len(self.code) and self.code[at] == 1
+
+    def masked(self, in_code: bool) -> str:
+        """`text` with every character of the other kind (code, or not code) blanked out, so an
+        approximate search cannot land there; offsets are unchanged."""
+        if in_code not in self._masked:
+            keep = 1 if in_code else 0
+            self._masked[in_code] = "".join(
+                ch if flag == keep else _BLANK
+                for ch, flag in zip(self.text, self.code, strict=True)
+            )
+        return self._masked[in_code]
+
+
+# Stands for blanked-out text: validation refuses NUL in quotes, so it never matches one.
+_BLANK = "\x00"
+
 
 # Keyed by the whole source text: a page edited and saved is a new key. 128 pages of ~30 kB cost
 # ~30 MB; the compact arrays keep that far below a tuple of int objects.
@@ -613,18 +775,198 @@ def _haystack(source: str) -> _Haystack:
     projected = project_markdown(source)
     text, index = normalise(projected.text)
     offsets = array("q", map(projected.offsets.__getitem__, index))
-    return _Haystack(text, offsets, _line_starts(source))
+    code = bytes(map(projected.code.__getitem__, index)) if projected.code else b""
+    shown = "".join(map(projected.text.__getitem__, index))
+    return _Haystack(text, offsets, _line_starts(source), code, shown)
 
 
-def _search(text: str, quote: str, prefix: str, suffix: str, hint: int | None) -> _Hit | None:
-    """Find `quote` in `text` (both normalised): the one re-anchoring algorithm of SPEC §5.
+class _Where(NamedTuple):
+    """What the page said about the selection (issue #13): whether it starts inside `<pre>` or
+    `<code>`, and which occurrence of the quote among those of the same kind it is."""
 
-    `anchoring.locate` ranks exact hits by context and nearness to the hint, then tries
-    approximate matches, and answers None below its similarity threshold rather than guess.
+    in_code: bool | None = None
+    occurrence: int | None = None
+
+
+def _exact_hits(text: str, quote: str) -> list[int]:
+    hits: list[int] = []
+    hit = text.find(quote)
+    while hit != -1 and len(hits) < MAX_EXACT_HITS:
+        hits.append(hit)
+        hit = text.find(quote, hit + 1)
+    return hits
+
+
+def _side(expected: str, actual: str) -> float | None:
+    return None if not expected else Indel.normalized_similarity(expected, actual)
+
+
+def _looks_like_markup(context: str) -> bool:
+    """Whether page text around a quote holds Markdown syntax: then it was selected in a code
+    example that shows Markdown, not in the rendered result."""
+    return bool(_MARKUP.search(context))
+
+
+_MARKUP = re.compile(r"[`*_\[\]{}|<>]|^\s*(?:!!!|\?\?\?|===|#|-|\d+\.)\s|\]\(|\]:")
+
+
+def _exact(
+    haystack: _Haystack,
+    hits: list[int],
+    quote: str,
+    before: str,
+    after: str,
+    hint: int | None,
+    where: _Where,
+) -> _Hit | None:
+    """The best exact occurrence of `quote`, or None when there is none or no way to choose.
+
+    A unique occurrence is found whatever the context says (issue #13, class 2): context ranks
+    occurrences and lowers the score, never rejects the only one. Between occurrences, the
+    kind the page reported (code or not) comes first: a quote selected in prose never maps
+    into a code example while the prose holds it too (class 1).
     """
+    text = haystack.text
+    kinds = [haystack.in_code(h) for h in hits]
+    occurrence = where.occurrence
+    if where.in_code is not None:
+        same = [h for h, k in zip(hits, kinds, strict=True) if k == where.in_code]
+        if same:
+            hits, kinds = same, [where.in_code] * len(same)
+        else:
+            occurrence = None  # counted among occurrences the Markdown does not have
+    scored = []
+    for n, hit in enumerate(hits):
+        end = hit + len(quote)
+        p = _side(before, text[max(0, hit - len(before)) : hit])
+        s = _side(after, text[end : end + len(after)])
+        sides = [x for x in (p, s) if x is not None]
+        weighted = (
+            QUOTE_WEIGHT
+            + PREFIX_WEIGHT * (1.0 if p is None else p)
+            + SUFFIX_WEIGHT * (1.0 if s is None else s)
+        ) / (QUOTE_WEIGHT + PREFIX_WEIGHT + SUFFIX_WEIGHT)
+        agrees = not sides or sum(sides) / len(sides) >= GOOD_CONTEXT
+        supports = not sides or max(sides) >= SOME_CONTEXT
+        scored.append((hit, n, weighted, agrees, supports))
+    if len(scored) == 1:
+        hit, _, weighted, agrees, supports = scored[0]
+        score = 100 if agrees else round(100 * weighted)
+        return _Hit(hit, hit + len(quote), score, True, supports)
+    top = max(item[2] for item in scored)
+    tied = [item for item in scored if item[2] >= top - TIE_MARGIN]
+    # Old notes carry no kind: prose-looking context prefers the rendered text over an example.
+    prefer_prose = where.in_code is None and not _looks_like_markup(before + " " + after)
+
+    def rank(item: tuple[int, int, float, bool, bool]) -> tuple[int, int, int, int]:
+        hit, n = item[0], item[1]
+        return (
+            0 if hint is None else abs(hit - hint),
+            0 if occurrence is None else int(n != occurrence),
+            int(prefer_prose and haystack.in_code(hit)),
+            hit,
+        )
+
+    hit, n, weighted, agrees, supports = min(tied, key=rank)
+    told = occurrence is not None and n == occurrence
+    if len(tied) > 1 and not (supports or told or hint is not None):
+        return None  # several places fit and nothing speaks for one: no guess
+    score = 100 if agrees else round(100 * weighted)
+    return _Hit(hit, hit + len(quote), score, True, supports)
+
+
+def _one_word_changed(
+    haystack: _Haystack, quote: str, hint: int, kind: bool | None = None
+) -> _Hit | None:
+    """The quote with one of its words changed (into one or two others), near where it was
+    last seen: the edit an agent makes most (issue #13, class 3). A similarity threshold rejects
+    it in short quotes where the word is long ("the documentation" → "the docs"); requiring
+    every other word, in order, next to the old place keeps it from matching other text."""
+    words = quote.split(" ")
+    if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < 4:
+        return None
+    lo = max(0, hint - ONE_WORD_REACH)
+    text = haystack.text if kind is None else haystack.masked(kind)
+    window = text[lo : hint + len(quote) + ONE_WORD_REACH]
+    found: set[tuple[int, int]] = set()
+    for replacement in (r"[^ \x00]+", r"[^ \x00]+ [^ \x00]+"):  # one word, else two
+        for i in range(len(words)):
+            pattern = " ".join(
+                [*map(re.escape, words[:i]), replacement, *map(re.escape, words[i + 1 :])]
+            )
+            found.update(m.span() for m in re.finditer(pattern, window))
+        if found:
+            break
+    if len(found) != 1:
+        return None  # not there, or several places: no guess
+    start, end = next(iter(found))
+    score = round(100 * Indel.normalized_similarity(quote, window[start:end]))
+    return _Hit(lo + start, lo + end, score)
+
+
+def _same_case(haystack: _Haystack, hit: _Hit, original: str) -> bool:
+    """Whether the letters shown at `hit` are the quote's, case included."""
+    if not haystack.shown:
+        return True
+    shown = haystack.shown[hit.start : hit.end]
+    return [c for c in shown if c.isalpha()] == [c for c in original if c.isalpha()]
+
+
+def _search(
+    haystack: _Haystack,
+    quote: str,
+    prefix: str,
+    suffix: str,
+    hint: int | None,
+    where: _Where,
+    original: str = "",
+) -> _Hit | None:
+    """Find `quote` in the haystack (all normalised): exact occurrences first, ranked here by
+    the page's report, context and the hint; else `anchoring.locate`'s approximate match (the
+    one re-anchoring algorithm of SPEC §5), kept to the reported kind of text."""
+    hits = _exact_hits(haystack.text, quote)
+    kind = where.in_code
+    if (
+        hits
+        and hint is not None
+        and kind is not None
+        and not any(haystack.in_code(h) == kind for h in hits)
+    ):
+        # Re-locating: the passage of the reported kind, edited, before a copy of the other
+        # kind (a reworded result must not move into the example above it).
+        near = _approximate(haystack, quote, prefix, suffix, hint, kind)
+        if near is not None:
+            return near
+    if hits:  # when nothing tells which copy, no answer: never a guess
+        hit = _exact(haystack, hits, quote, prefix, suffix, hint, where)
+        far = hit is not None and hint is not None and abs(hit.start - hint) > ONE_WORD_REACH
+        if far and (near := _one_word_changed(haystack, quote, hint, kind)) is not None:  # type: ignore[arg-type]
+            return near  # the note's own passage, edited, not a copy of it elsewhere
+        if hit is None:
+            return None
+        # Other words in the same letters ("Built-in privacy plugin", a deleted heading, vs
+        # "the built-in privacy plugin" in prose) are taken only where the context agrees.
+        if hit.score < 100 and not _same_case(haystack, hit, original):
+            return None
+        # Nothing around it is as it was, far from where the note was last seen: a copy
+        # elsewhere of a passage that was deleted.
+        return None if far and not hit.supported else hit
+    return _approximate(haystack, quote, prefix, suffix, hint, kind)
+
+
+def _approximate(
+    haystack: _Haystack, quote: str, prefix: str, suffix: str, hint: int | None, kind: bool | None
+) -> _Hit | None:
+    """`anchoring.locate`'s approximate match, of the reported kind (code or not) when known;
+    else, near where the note was last seen, the quote with one word changed."""
     end = None if hint is None else hint + len(quote)
-    match = locate(text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
-    return None if match is None else _Hit(match.start, match.end, round(match.score))
+    match = locate(haystack.text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
+    if match is not None and kind is not None and haystack.in_code(match.start) != kind:
+        masked = haystack.masked(kind)
+        match = locate(masked, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
+    if match is None:
+        return None if hint is None else _one_word_changed(haystack, quote, hint, kind)
+    return _Hit(match.start, match.end, round(match.score))
 
 
 def _excerpt(source: str, line_start: int, line_end: int) -> str:
@@ -649,11 +991,15 @@ def locate_in_markdown(
     prefix: str = "",
     suffix: str = "",
     hint_line: int | None = None,
+    in_code: bool | None = None,
+    occurrence: int | None = None,
 ) -> SourceMatch | None:
     """Find rendered text `exact` in Markdown `source`; None when it is not there (theme text).
 
     `prefix`/`suffix` (the text shown before and after it) break ties between repeated text;
-    `hint_line` (1-based) prefers the occurrence nearest to where the quote was last seen.
+    `hint_line` (1-based) prefers the occurrence nearest to where the quote was last seen;
+    `in_code` (the selection starts inside `<pre>`/`<code>`) and `occurrence` (its index among
+    the page's occurrences of the quote of that kind) say which copy the reviewer selected.
     """
     quote, before, after = (normalise(part)[0] for part in (exact, prefix, suffix))
     # Whitespace at the quote's edges belongs to its context, where the search looks for it.
@@ -666,13 +1012,14 @@ def locate_in_markdown(
         return None
     source = _NEWLINES.sub("\n", source)
     haystack = _haystack(source)
-    text, offsets = haystack.text, haystack.offsets
+    offsets = haystack.offsets
     hint = None if hint_line is None else haystack.index_of_line(hint_line)
-    hit = _search(text, quote, before, after, hint)
+    hit = _search(haystack, quote, before, after, hint, _Where(in_code, occurrence), exact.strip())
     if hit is None or hit.end <= hit.start:
         return None
-    if hit.score < 100 and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
-        return None
+    near = hint is not None and abs(hit.start - hint) <= ONE_WORD_REACH
+    if not (hit.exact or near) and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
+        return None  # a new note's short quote resembling other text (theme text)
     span = offsets[hit.start : hit.end]
     start, end = min(span), max(span) + 1
     line_start = source.count("\n", 0, start) + 1
@@ -684,6 +1031,149 @@ def locate_in_markdown(
         end=end,
         excerpt=_excerpt(source, line_start, line_end),
         score=hit.score,
+    )
+
+
+# -- elements -----------------------------------------------------------------------------------
+
+# The block a rendered element comes from, by tag (and, for <div>, by class): an element note
+# points at the whole table, fence or admonition, not at the line its first words are on.
+_BLOCK_OF_TAG = {
+    "table": "table_open",
+    "pre": "fence",
+    "ul": "bullet_list_open",
+    "ol": "ordered_list_open",
+    "li": "list_item_open",
+    "dl": "dl_open",
+    "blockquote": "blockquote_open",
+    "details": "admonition_open",
+    "p": "paragraph_open",
+    **{f"h{n}": "heading_open" for n in range(1, 7)},
+}
+_BLOCK_OF_CLASS = {
+    "admonition": "admonition_open",
+    "highlight": "fence",
+    "tabbed-set": "admonition_open",
+}
+# Element text longer than this is cut (at a word) before it is looked for.
+MAX_ELEMENT_QUOTE = 160
+_URL_SPLIT = re.compile(r"[?#]")
+
+
+def _element_text(selector: Mapping[str, Any]) -> str:
+    """The text an element shows, from its HTML preview (cut at a whole word)."""
+    parser = _HTMLText()
+    try:
+        parser.feed(str(selector.get("outerHtmlPreview") or ""))
+        parser.close()
+    except (AssertionError, ValueError):  # HTMLParser on a cut tag
+        pass
+    text = " ".join(" ".join(part for part, _ in parser.parts).split())
+    text = "".join(ch for ch in text if ch not in _DROPPED).rstrip("…").strip()
+    if len(text) > MAX_ELEMENT_QUOTE or (selector.get("outerHtmlPreview") or "").endswith("…"):
+        cut = text[:MAX_ELEMENT_QUOTE]
+        text = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return text
+
+
+def _outside_fences(source: str) -> list[tuple[int, str]]:
+    """(1-based number, line) of the lines that are not inside fenced code."""
+    out: list[tuple[int, str]] = []
+    fence = ""
+    for n, line in enumerate(source.split("\n"), 1):
+        marker = _FENCE.match(line)
+        if fence:
+            closing = marker and marker.group(1)
+            if closing and closing[0] == fence[0] and len(closing) >= len(fence):
+                fence = ""
+            continue
+        if marker:
+            fence = marker.group(1)
+            continue
+        out.append((n, line))
+    return out
+
+
+def _url_lines(source: str, url: str, alt: str, hint_line: int | None) -> tuple[int, int] | None:
+    """The line whose Markdown (or HTML) names `url` — as written, or by its last path part,
+    since MkDocs rewrites relative links — preferring one that also holds `alt`."""
+    path = _URL_SPLIT.split(url, 1)[0]
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    needles = [n for n in dict.fromkeys((url, path, last)) if len(n) >= 3]
+    if not needles:
+        return None
+    lines = _outside_fences(source)
+    for needle in needles:
+        found = [
+            n
+            for n, line in lines
+            if needle in line and ("](" in line or "=" in line or "]:" in line)
+        ]
+        if alt and len(found) > 1:
+            with_alt = [n for n in found if alt in source.split("\n")[n - 1]]
+            found = with_alt or found
+        if len(found) == 1:
+            return found[0], found[0]
+        if found and hint_line is not None:
+            nearest = min(found, key=lambda n: abs(n - hint_line))
+            return nearest, nearest
+        if found:
+            return None  # several places name it and nothing says which: no guess
+    return None
+
+
+def _enclosing_block(source: str, line: int, kind: str) -> tuple[int, int] | None:
+    """The 1-based inclusive lines of the innermost `kind` block around `line`."""
+    best: tuple[int, int] | None = None
+    for token in _MD.parse(_for_parsing(source)):
+        if token.type == kind and token.map and token.map[0] < line <= token.map[1]:
+            best = (token.map[0] + 1, max(token.map[0] + 1, token.map[1]))
+    return best
+
+
+def locate_element(
+    source: str, selector: Mapping[str, Any], *, hint_line: int | None = None
+) -> SourceMatch | None:
+    """Find the Markdown an Alt+clicked element was rendered from (issue #13, class 7).
+
+    By its `src` or `href` (with its `alt`), else by its text: an image, a link, a table, an
+    admonition, a code block, a heading. None when the Markdown does not show it (theme parts).
+    """
+    source = _NEWLINES.sub("\n", source)
+    attributes = selector.get("attributes") or {}
+    tag = str(selector.get("tagName") or "").lower()
+    alt = str(attributes.get("alt") or "")
+    for key in ("src", "href"):
+        url = str(attributes.get(key) or "")
+        if url and not url.startswith(("#", "data:", "javascript:")):
+            lines = _url_lines(source, url, alt, hint_line)
+            if lines is not None:
+                return _element_match(source, *lines)
+    text = _element_text(selector) or alt
+    if not text:
+        return None
+    found = locate_in_markdown(source, text, hint_line=hint_line)
+    if found is None:
+        return None
+    classes = str(attributes.get("class") or "").split()
+    kind = _BLOCK_OF_TAG.get(tag) or next(
+        (_BLOCK_OF_CLASS[c] for c in classes if c in _BLOCK_OF_CLASS), None
+    )
+    block = _enclosing_block(source, found.line_start, kind) if kind else None
+    if block is None:
+        return found
+    return _element_match(source, *block, score=found.score)
+
+
+def _element_match(source: str, line_start: int, line_end: int, *, score: int = 100) -> SourceMatch:
+    lines = source.split("\n")
+    while line_end > line_start and not lines[line_end - 1].strip():
+        line_end -= 1  # a block's map ends after its trailing blank lines
+    starts = _line_starts(source)
+    start = starts[line_start - 1]
+    end = starts[line_end] - 1 if line_end < len(starts) else len(source)
+    return SourceMatch(
+        line_start, line_end, start, end, _excerpt(source, line_start, line_end), score
     )
 
 

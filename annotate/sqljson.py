@@ -76,14 +76,16 @@ ANNOTATION_JSON = _object(
     ),
     (
         "source",
-        "CASE WHEN a.source_path != '' THEN "
+        # kind, object and lastKnown only when they say something, as Source.to_dict writes them.
+        "CASE WHEN a.source_path != '' THEN json_patch("
         + _object(
             ("path", "a.source_path"),
             ("lineStart", "a.source_line_start"),
             ("lineEnd", "a.source_line_end"),
             ("excerpt", "coalesce(a.source_excerpt, '')"),
         )
-        + " END",
+        + ", json_object('kind', nullif(a.source_kind, ''), 'object', nullif(a.source_object, ''), "
+        "'lastKnown', CASE WHEN a.anchor_state != 'anchored' THEN json('true') END)) END",
     ),
     (
         "originalSource",

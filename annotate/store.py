@@ -82,6 +82,8 @@ SOURCE_COLUMNS = (
     "source_line_start",
     "source_line_end",
     "source_excerpt",
+    "source_kind",
+    "source_object",
     "anchor_score",
 )
 # The source a text note had when it was made (Annotation.original_source).
@@ -696,8 +698,8 @@ class Store:
     def add_annotation(self, data: Mapping[str, Any]) -> Annotation:
         """Create a text or element annotation from the JSON shape of SPEC §3.
 
-        A text annotation is located in its page's Markdown file at once, so `source` is there from
-        the start.
+        It is located in its page's Markdown file at once (a text note by its quote, an element
+        note by its `src`, `href` or text), so `source` is there from the start.
         """
         fields = validate.annotation_input(data)
         fields["page_url"] = self.page_url(fields["page_url"])
@@ -712,10 +714,10 @@ class Store:
             "created_at": stamp,
             "updated_at": stamp,
         }
+        blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
+        update = reconcile.plan([blank | row], self._locator(), force=True)
+        row.update(update.get(row["id"], {}))
         if row["type"] == "text":
-            blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
-            update = reconcile.plan([blank | row], self._locator(), force=True)
-            row.update(update.get(row["id"], {}))
             # What the reviewer saw: the change since then is shown once the note is addressed.
             row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
         with self._tx(write=True) as conn:
@@ -802,21 +804,30 @@ class Store:
 
     # -- lazy reconciliation (SPEC §5, seeds/001 §4.3) -------------------------------------
 
-    def register_pages(self, pages: Mapping[str, str]) -> None:
+    def register_pages(
+        self, pages: Mapping[str, str], objects: Mapping[str, list[Any]] | None = None
+    ) -> None:
         """Record which Markdown file (relative to the project) each page URL is built from.
 
         The MkDocs plugin calls this on every build; paths outside the project are ignored when
-        read.
+        read. `objects` gives, per page URL, the Python objects the page documents with their
+        rendered text (`annotate.generated.objects_in_html`), so a note on generated text names
+        the object whose docstring holds it.
         """
         stamp = now()
+        objects = objects or {}
         with self._tx(write=True) as conn:
             for url, path in pages.items():
                 validate.page_url(url)
+                found = objects.get(url)
+                generated = json.dumps(found, ensure_ascii=False) if found else None
                 conn.execute(
-                    "INSERT INTO pages (page_url, src_path, updated_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT(page_url) DO UPDATE SET src_path = excluded.src_path, "
-                    "updated_at = excluded.updated_at WHERE src_path != excluded.src_path",
-                    (url, path, stamp),
+                    "INSERT INTO pages (page_url, src_path, generated, updated_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(page_url) DO UPDATE SET "
+                    "src_path = excluded.src_path, generated = excluded.generated, "
+                    "updated_at = excluded.updated_at WHERE src_path != excluded.src_path "
+                    "OR generated IS NOT excluded.generated",
+                    (url, path, generated, stamp),
                 )
 
     def prepare_page(self, page_url: str) -> bool:
@@ -840,7 +851,20 @@ class Store:
         return True
 
     def _locator(self) -> reconcile.Locator:
-        return reconcile.Locator(self.project_dir, registered=self._registered_page)
+        return reconcile.Locator(
+            self.project_dir, registered=self._registered_page, page_objects=self._page_objects
+        )
+
+    def _page_objects(self, page_url: str) -> list[Any] | None:
+        row = (
+            self._follow_file()
+            .execute("SELECT generated FROM pages WHERE page_url = ?", (page_url,))
+            .fetchone()
+        )
+        try:
+            return json.loads(row[0]) if row and row[0] else None
+        except ValueError:
+            return None
 
     def _registered_page(self, page_url: str) -> str | None:
         row = (
@@ -911,7 +935,7 @@ class Store:
     def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
         """Re-locate the rows whose Markdown changed; return how many were looked at again."""
         # A removed note's text was deleted on purpose: there is nothing to find again.
-        rows = [r for r in rows if r["type"] == "text" and r["anchor_state"] != "removed"]
+        rows = [r for r in rows if r["anchor_state"] != "removed"]
         if not rows:
             return 0
         updates = reconcile.plan(rows, self._locator(), force=force)
@@ -943,7 +967,7 @@ class Store:
         Python work per annotation.
         """
         locator = self._locator()
-        cond = f"type = 'text' AND anchor_state != 'removed' AND ({where})"
+        cond = f"anchor_state != 'removed' AND ({where})"
         with self._tx(write=False) as conn:
             params = list(params)
             groups = conn.execute(
@@ -979,7 +1003,7 @@ class Store:
     def reconcile(self, *, force: bool = False) -> int:
         """Check every annotation against its Markdown file now; return how many were updated."""
         with self._tx(write=False) as conn:
-            rows = _query(conn, "SELECT * FROM annotations WHERE type = 'text'")
+            rows = _query(conn, "SELECT * FROM annotations")
         return self._reconcile(rows, force=force)
 
     def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
@@ -1754,6 +1778,9 @@ def _annotation(r: Row, replies: tuple[Reply, ...]) -> Annotation:
             r["source_line_start"],
             r["source_line_end"],
             r["source_excerpt"] or "",
+            kind=r["source_kind"],
+            object=r["source_object"],
+            last_known=r["anchor_state"] != "anchored",
         )
     original = None
     if r["original_path"]:

@@ -76,6 +76,10 @@ ANNOTATION_INPUT = frozenset(
         "position",
         "elementSelector",
         "author",
+        # Where the selection was on the page (issue #13): it starts inside <pre>/<code>, and
+        # which occurrence of the quote (among those of the same kind) it is.
+        "inCode",
+        "occurrence",
     }
 )
 PAGE_NOTE_INPUT = frozenset({"pageUrl", "pageTitle", "note", "author"})
@@ -228,6 +232,25 @@ def element_selector(value: Any) -> dict[str, Any]:
     return out
 
 
+def where_on_page(data: Mapping[str, Any]) -> tuple[bool | None, int | None]:
+    """`inCode` (a boolean) and `occurrence` (a whole number from 0), each optional."""
+    in_code = data.get("inCode")
+    if in_code is not None and not isinstance(in_code, bool):
+        raise ValidationError(f"inCode must be true or false, got {in_code!r}", "inCode")
+    occurrence = data.get("occurrence")
+    if occurrence is not None:
+        if isinstance(occurrence, bool) or not isinstance(occurrence, int):
+            raise ValidationError(
+                f"occurrence must be a whole number from 0, got {occurrence!r}", "occurrence"
+            )
+        if not 0 <= occurrence <= MAX_POSITION:
+            raise ValidationError(
+                f"occurrence must be between 0 and {MAX_POSITION:,}, got {occurrence}",
+                "occurrence",
+            )
+    return in_code, occurrence
+
+
 def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
     """Validate a new annotation in the JSON shape; return its fields, snake_case.
 
@@ -256,6 +279,8 @@ def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
         "position_start": None,
         "position_end": None,
         "element_selector": None,
+        "in_code": None,
+        "occurrence": None,
     }
     if kind == "text":
         if data.get("elementSelector") is not None:
@@ -294,8 +319,9 @@ def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
                     "position.end must not be before position.start", "position.end"
                 )
             out["position_start"], out["position_end"] = start, end
+        out["in_code"], out["occurrence"] = where_on_page(data)
     else:
-        for name in ("selectedText", "quote", "position"):
+        for name in ("selectedText", "quote", "position", "inCode", "occurrence"):
             if data.get(name) is not None:
                 raise ValidationError(f"{name} is only used with type 'text'", name)
         if data.get("elementSelector") is None:

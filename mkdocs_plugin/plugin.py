@@ -90,6 +90,8 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
         self.db_file = self.project / DEFAULT_DB
         # Page URL (relative, as MkDocs writes it) → Markdown path relative to the project.
         self.sources: dict[str, str] = {}
+        # Page URL → the Python objects it documents, as rendered (annotate/generated.py).
+        self.objects: dict[str, list[Any]] = {}
         self.store: Store | None = None
         self.endpoint: Endpoint | None = None
         self.prefix = "/"
@@ -144,6 +146,14 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
         self.sources = sources
         return files
 
+    def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
+        reviewing = self.command == "serve" or self.config.build
+        if self.config.enabled and reviewing and "doc-heading" in html:
+            from annotate.generated import objects_in_html
+
+            self.objects[page.file.url] = objects_in_html(html)
+        return html
+
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if not (self.config.enabled and self.config.build) or self.command == "serve":
             return output
@@ -166,7 +176,7 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
         elif self.config.build and self.command != "serve" and _serve_frame() is None:
             # A review build: record the page sources for `annotate serve site/`.
             with self._open_store() as store:
-                store.register_pages(self._page_map("/"))
+                store.register_pages(self._page_map("/"), self._objects_map("/"))
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
         if self.config.enabled and self.endpoint is None:
@@ -236,6 +246,7 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
             allowed_hosts=hosts,
             page_sources=self._page_map(self.prefix),
         )
+        self._register()  # with the objects the first build documented (annotate/generated.py)
         self.endpoint = Endpoint(app)
         review = ReviewApp(
             server.get_app(),
@@ -263,4 +274,12 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
 
     def _register(self) -> None:
         assert self.store is not None
-        self.store.register_pages(self._page_map(self.prefix))
+        self.store.register_pages(self._page_map(self.prefix), self._objects_map(self.prefix))
+
+    def _objects_map(self, prefix: str) -> dict[str, list[Any]]:
+        return {
+            path: found
+            for url, found in self.objects.items()
+            for path in page_urls(url, prefix)
+            if found
+        }

@@ -47,7 +47,7 @@ def test_list_human(store: Store, run) -> None:  # type: ignore[no-untyped-def]
         '  "Mention pipx as well."\n'
         "  2 replies, last reply from: reviewer\n"
         "\n"
-        f"[{e.id}] /guide/install/ (status=open, anchor=anchored, intent=delete)\n"
+        f"[{e.id}] /guide/install/ (status=open, anchor=orphaned, intent=delete)\n"
         "  element: article img:nth-of-type(2)\n"
         '  "This screenshot is out of date."\n'
         "  0 replies\n"

@@ -68,6 +68,7 @@ Exported: 2026-11-21 09:30 UTC
    > Keep the pip line as a fallback.
 
 2. Element **`article img:nth-of-type(2)`** (`<img src="panel.png" alt="Review panel">`) ⏳ [In Progress] (id: `{e.id}`)
+   ⚠️ [Orphaned: could not locate the text]
    > This screenshot is out of date.
 
 ---
@@ -258,6 +259,7 @@ def test_markdown_escapes_what_would_open_a_structure(store: Store) -> None:
    > \\*\\*Agent:\\*\\* forged
 
 2. Element **``p` # x``** (id: `{e.id}`)
+   ⚠️ [Orphaned: could not locate the text]
    > This screenshot is out of date.
 """
     )

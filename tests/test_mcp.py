@@ -504,10 +504,12 @@ async def test_get_context_cautions(project: Path, store: annotate.Store) -> Non
         page = await t.ok("get_context", id=n.id, lines=0)
         assert page.endswith("  1 | # Install") and "whole page" in page
         assert "intent:" not in page
-        # Rewritten beyond recognition: stale, shown where it was last seen.
+        # Rewritten beyond recognition: stale, shown where it was last seen, and nothing marked:
+        # "Zz." is other text (issue #13).
         md.write_text(md.read_text().replace("Run pip install mkdocs-annotate in a shell.", "Zz."))
         stale = await t.ok("get_context", id=a.id, lines=0)
-        assert "anchor: stale" in stale and stale.endswith("> 5 | Zz.")
+        assert "anchor: stale" in stale and stale.endswith("\n  5 | Zz.")
+        assert "(> marks" not in stale
         assert "warning: The annotated text was rewritten" in stale
         md.unlink()
         orphaned = await t.ok("get_context", id=a.id)

@@ -119,6 +119,8 @@ rows = st.fixed_dictionaries(
         "original_path": some_text,
         "original_line_start": st.integers(1, 10**6),
         "original_excerpt": some_text,
+        "source_kind": st.sampled_from([None, "", "generated"]),
+        "source_object": some_text,
         "anchor_state": st.sampled_from(["anchored", "stale", "orphaned", "removed"]),
         "anchor_score": st.one_of(st.none(), st.floats(0, 100)),
         "author": some_text,

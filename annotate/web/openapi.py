@@ -191,6 +191,10 @@ def _schemas() -> dict[str, Any]:
             "lineStart": {"type": "integer"},
             "lineEnd": {"type": "integer"},
             "excerpt": string,
+            # Issue #13: present only when they say something.
+            "kind": {"type": "string", "enum": ["generated"]},
+            "object": string,
+            "lastKnown": {"type": "boolean"},
         },
         ["path", "lineStart", "lineEnd", "excerpt"],
     )
@@ -294,6 +298,8 @@ def _schemas() -> dict[str, Any]:
             "position": _nullable(_object({"start": offset, "end": offset}, ["start", "end"])),
             "elementSelector": _nullable(element_input),
             "author": _text(v.MAX_AUTHOR, nullable=True),
+            "inCode": _nullable({"type": "boolean"}),
+            "occurrence": _nullable({"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}),
             **SERVER_SET,
         },
         ["pageUrl"],
@@ -304,7 +310,14 @@ def _schemas() -> dict[str, Any]:
                 {
                     "properties": {
                         **{
-                            name: {"type": "null"} for name in ("selectedText", "quote", "position")
+                            name: {"type": "null"}
+                            for name in (
+                                "selectedText",
+                                "quote",
+                                "position",
+                                "inCode",
+                                "occurrence",
+                            )
                         },
                         "elementSelector": {"type": "object"},
                     },
