@@ -2,6 +2,13 @@
  * Every user string is rendered as text, never HTML; re-anchoring is the server's job. */
 (() => {
   "use strict";
+  // Never inside another site's frame (issue #17): a page that frames ours could trick the
+  // reviewer into pressing Accept, Delete or Send to agent. Reading a cross-origin top throws.
+  try {
+    if (top !== window && top.location.origin !== location.origin) return;
+  } catch (e) {
+    return;
+  }
   if (window.annotateOverlay) {
     // Loaded twice: one overlay per document.
     window.annotateOverlay.refresh();
