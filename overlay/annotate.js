@@ -58,6 +58,8 @@
   // Notes drawn in the panel at a time: a site's thousands would block the page for seconds on
   // every keystroke in the search field and every live update (~0.6 ms each).
   const LIST_STEP = 100;
+  // Quiet time after the page's own scripts change its text before the notes are located again.
+  const SETTLE_MS = 150;
 
   // -- small helpers
 
@@ -174,6 +176,9 @@
     return { root, nodes, starts, index, text: parts.join("") };
   }
 
+  // Measured when first needed after a change: the MutationObserver that startPage() sets on the
+  // content root forgets it whenever the content's text changes (scripts that render code
+  // annotations, tabs, diagrams; issue #13).
   function textMap() {
     const m = S.map;
     if (m && m.root.isConnected && m.root === contentRoot() && (!m.nodes.length || m.nodes[0].isConnected))
@@ -226,6 +231,10 @@
     return r;
   }
 
+  // An anchor's offsets are into the text it was measured in (`at.map`): its range stays right
+  // while text elsewhere changes, until the server has located it in the new text.
+  const anchorRange = (at) => at && rangeOf(at.map, at.start, at.end);
+
   function selectionTarget() {
     const sel = document.getSelection();
     if (!sel || sel.isCollapsed || !sel.rangeCount) return null;
@@ -238,10 +247,11 @@
     while (start < end && /\s/.test(t[start])) start++;
     while (end > start && /\s/.test(t[end - 1])) end--;
     if (end <= start) return null;
+    const exact = t.slice(start, end);
     return {
       start,
       end,
-      exact: t.slice(start, end),
+      exact,
       prefix: t.slice(Math.max(0, start - CONTEXT), start),
       suffix: t.slice(end, end + CONTEXT),
     };
@@ -335,10 +345,10 @@
     page: location.pathname,
     root: null,
     gen: 0, // bumped on every page change: answers for an older page are dropped
-    map: null,
+    map: null, // the page text as measured (measure()); null once the content changed
     items: [], // annotations of this page (every status)
     notes: [], // page notes of this page
-    anchors: new Map(), // id -> {start, end}; start null: could not locate
+    anchors: new Map(), // id -> {start, end, map}: offsets into map.text; start null: could not locate
     all: null, // {annotations, pageNotes} of every page, while the All pages tab is shown
     allCount: null, // notes not resolved on the whole site, from the summary
     reviews: [],
@@ -409,12 +419,10 @@
   const pageAnnotations = () => S.items.filter((a) => a.status !== "resolved");
 
   function paint() {
-    const map = textMap();
     const groups = { open: [], done: [], active: [] };
     for (const a of pageAnnotations()) {
       if (a.type !== "text") continue;
-      const at = S.anchors.get(a.id);
-      const r = at && rangeOf(map, at.start, at.end);
+      const r = anchorRange(S.anchors.get(a.id));
       if (!r) continue;
       groups[done(a) ? "done" : "open"].push(r);
       if (a.id === S.active) groups.active.push(r);
@@ -457,10 +465,7 @@
     if (!adder.hidden) placeAdder();
   };
 
-  function textRange(a) {
-    const at = S.anchors.get(a.id);
-    return at ? rangeOf(textMap(), at.start, at.end) : null;
-  }
+  const textRange = (a) => anchorRange(S.anchors.get(a.id));
 
   function hitTest(x, y) {
     const hits = [];
@@ -546,7 +551,7 @@
     }
     S.items = a.annotations;
     S.notes = n.pageNotes;
-    S.anchors = new Map(anchors.anchors.map((x) => [x.id, x]));
+    S.anchors = new Map(anchors.anchors.map((x) => [x.id, { ...x, map }]));
     if (wantAll) S.all = { annotations: all[0].annotations, pageNotes: all[1].pageNotes };
     else if (all) {
       S.all = null;
@@ -575,9 +580,27 @@
     if (draft && !READ_ONLY) openPopup(draft);
   }
 
+  // The page text follows the DOM (issue #13): a change to the content's text (not the overlay's,
+  // not a skipped node's) forgets the measured text at once, so a selection in new text is
+  // measured afresh, and asks the server where the notes are now once the changes settle.
+  const changesText = (m) => {
+    const el = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+    return !!el && !el.closest(SKIP) && (m.type === "characterData" ||
+      [...m.addedNodes, ...m.removedNodes].some((n) => (n.nodeType === 3 ? n.data : n.nodeType === 1 && !n.matches(SKIP) && n.textContent)));
+  };
+  let settle = 0;
+  const observer = new MutationObserver((records) => {
+    if (!records.some(changesText)) return;
+    S.map = null;
+    clearTimeout(settle);
+    settle = setTimeout(sync, SETTLE_MS);
+  });
+
   function startPage() {
     const r = contentRoot();
     if (S.root === r && S.page === location.pathname) return; // the same page: already loading
+    observer.disconnect();
+    observer.observe(r, { childList: true, subtree: true, characterData: true });
     closePopup(false, true); // its draft stays, for when the reviewer comes back
     S.gen++;
     S.root = r;
@@ -731,16 +754,16 @@
     (suggestionRow.hidden || draft.suggestion ? note : suggestion).focus();
   }
 
+  const intact = (t) => textMap().text.slice(t.start, t.end) === t.exact;
+
   function targetRect() {
     const t = popupAt.target;
     if (t.kind === "element") {
       const el = findElement(t.element);
       return el ? el.getBoundingClientRect() : null;
     }
-    const map = textMap();
     // A new note's draft (perhaps restored after a reload) only if the text is still there.
-    const pos = popupAt.id ? S.anchors.get(popupAt.id) : map.text.slice(t.start, t.end) === t.exact && t;
-    const r = pos && rangeOf(map, pos.start, pos.end);
+    const r = popupAt.id ? textRange(popupAt) : intact(t) && rangeOf(textMap(), t.start, t.end);
     return r ? r.getBoundingClientRect() : null;
   }
 
@@ -803,7 +826,7 @@
           });
         }
         item = await api("POST", "annotations", body);
-        if (t.kind === "text") S.anchors.set(item.id, { id: item.id, start: t.start, end: t.end });
+        if (t.kind === "text" && intact(t)) S.anchors.set(item.id, { start: t.start, end: t.end, map: textMap() });
       }
       upsert(item);
       closePopup(true);
