@@ -60,6 +60,8 @@
   const LIST_STEP = 100;
   // Quiet time after the page's own scripts change its text before the notes are located again.
   const SETTLE_MS = 150;
+  // Words × words beyond which the diff of a note's Markdown shows old and new whole.
+  const MAX_DIFF = 250000;
 
   // -- small helpers
 
@@ -416,7 +418,8 @@
 
   // -- highlights
 
-  const pageAnnotations = () => S.items.filter((a) => a.status !== "resolved");
+  // What is painted: not resolved, and not text deleted as the reviewer asked (issue #14).
+  const pageAnnotations = () => S.items.filter((a) => a.status !== "resolved" && a.anchorState !== "removed");
 
   function paint() {
     const groups = { open: [], done: [], active: [] };
@@ -916,7 +919,7 @@
   }
 
   function located(item) {
-    if (item.pageUrl !== S.page || !S.loaded || item.status === "resolved") return true;
+    if (item.pageUrl !== S.page || !S.loaded || item.status === "resolved" || item.anchorState === "removed") return true;
     if (item.type === "element") return !!findElement(item.elementSelector);
     if (item.type === "text") {
       const at = S.anchors.get(item.id);
@@ -925,10 +928,11 @@
     return true;
   }
 
+  // `docs/x.md:3-5`; a page note's source is the file alone (docs/data-model.md).
   function sourceLabel(src) {
     if (!src || !src.path) return null;
-    const lines = src.lineStart === src.lineEnd ? `${src.lineStart}` : `${src.lineStart}-${src.lineEnd}`;
-    return `${src.path}:${lines}`;
+    const lines = src.lineStart == null ? "" : src.lineStart === src.lineEnd ? `:${src.lineStart}` : `:${src.lineStart}-${src.lineEnd}`;
+    return src.path + lines + (src.lastKnown ? " (last known)" : "");
   }
 
   function itemView(item, here) {
@@ -938,7 +942,9 @@
     const meta = h("div", { class: "meta" }, badge, h("span", { class: "kind", text: kind === "page" ? "page note" : kind }));
     const src = sourceLabel(item.source);
     if (src) meta.append(h("code", { class: "source", title: "Markdown source", text: src }));
-    if (item.anchorState && item.anchorState !== "anchored" && item.type === "text")
+    // A passage the agent deleted as asked is no warning (issue #14): it is the note's answer.
+    if (item.anchorState === "removed") meta.append(h("span", { class: "removed", text: "deleted as asked" }));
+    else if (item.anchorState && item.anchorState !== "anchored" && item.type === "text")
       meta.append(h("span", { class: "flag", text: `source ${item.anchorState}` }));
     const body = h("div", { class: "body" });
     if (!located(item)) body.append(h("p", { class: "orphan", text: "could not locate on this page" }));
@@ -949,6 +955,10 @@
       body.append(h("p", { class: "intent" }, item.intent === "replace" ? "Replace with: " : "Insert: ", h("ins", { text: item.suggestion || "" })));
     if (item.note) body.append(h("p", { class: "note", text: item.note }));
     if (item.replacedText) body.append(h("p", { class: "intent" }, "Now reads: ", h("ins", { text: item.replacedText })));
+    const was = item.originalSource;
+    if (item.status === "addressed" && was && item.source && was.excerpt != null && item.source.excerpt != null)
+      body.append(h("div", { class: "quote diff" }, h("span", { class: "who", text: "Markdown change" }),
+        was.excerpt === item.source.excerpt ? "none" : wordDiff(was.excerpt, item.source.excerpt)));
     if (item.replies && item.replies.length) {
       body.append(
         h("ol", { class: "thread", "aria-label": "Replies" },
@@ -973,17 +983,58 @@
     return li;
   }
 
+  // The Markdown then and now, word by word (issue #14): [kind, text] runs, kind "" (kept),
+  // "del" or "ins", as text nodes and <del>/<ins> holding text (never HTML from data).
+  function wordDiff(a, b) {
+    const x = a.split(/(\s+)/);
+    const y = b.split(/(\s+)/);
+    const n = x.length;
+    const m = y.length;
+    if (n * m > MAX_DIFF) return [h("del", { text: a }), h("ins", { text: b })];
+    // L[i][j]: the longest common run of words of x[i:] and y[j:].
+    const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+    for (let i = n; i--; ) for (let j = m; j--; ) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    const runs = [["", ""]];
+    const add = (kind, word) => {
+      const last = runs[runs.length - 1];
+      if (last[0] === kind) last[1] += word;
+      else runs.push([kind, word]);
+    };
+    let i = 0;
+    let j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && x[i] === y[j]) {
+        add("", x[i++]);
+        j++;
+      } else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) add("ins", y[j++]);
+      else add("del", x[i++]);
+    }
+    return runs.map(([kind, text]) => (kind ? h(kind, { text }) : text));
+  }
+
   function actions(item) {
     const open = (kind, text) => () => {
       S.forms[item.id] = { kind, text: text || "" };
       render();
     };
     const row = h("div", { class: "actions" }, button("Reply", open("reply")));
-    if (item.status !== "resolved") row.append(button("Accept", () => setStatus(item, { action: "accept" })));
+    if (item.status !== "resolved") row.append(button("Accept", () => setStatus(item, { action: "accept" })), button("Ask agent now", () => sendReview({ mode: "review", ids: [item.id] })));
     if (item.status === "addressed" || item.status === "resolved") row.append(button("Reopen", open("reopen")));
     row.append(button("Edit", () => editItem(item)), button("Delete", open("delete"), "danger"));
     return row;
   }
+
+  // Send to agent, and Ask agent now (issue #14: one note, in review mode, outside the batch;
+  // the answer comes back as a reply through the change feed).
+  const sendReview = (body, then) =>
+    act("Sending to the agent", async () => {
+      const review = await api("POST", "reviews", body);
+      if (then) then();
+      const n = review.annotations.length + review.pageNotes.length;
+      toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
+      S.reviews.push(review);
+      render();
+    });
 
   function formView(item, form) {
     const close = () => {
@@ -1068,22 +1119,20 @@
     mode.value = S.mode || "edit";
     mode.addEventListener("change", () => { S.mode = mode.value; });
     const message = h("input", { id: "annotate-message", type: "text", value: S.message || "", placeholder: "Optional", oninput: (e) => { S.message = e.target.value; } });
-    const send = () => act("Sending to the agent", async () => {
+    const send = () => {
       const body = { mode: mode.value };
       if (message.value.trim()) body.message = message.value;
-      const review = await api("POST", "reviews", body);
-      S.message = "";
-      const n = review.annotations.length + review.pageNotes.length;
-      toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
-      S.reviews.push(review);
-      render();
-    });
+      sendReview(body, () => { S.message = ""; });
+    };
     let status = "No review sent yet.";
     if (last) {
-      const when = new Date(last.createdAt).toLocaleTimeString();
-      status = last.pickedUpAt
-        ? `Last review (${last.mode}, sent ${when}) was picked up by the agent at ${new Date(last.pickedUpAt).toLocaleTimeString()}.`
-        : `Last review (${last.mode}, sent ${when}) is waiting for the agent.`;
+      const head = `Last review (${last.mode}, sent ${new Date(last.createdAt).toLocaleTimeString()})`;
+      status =
+        last.status === "done"
+          ? `${head} is done: every note in it is addressed or resolved.`
+          : last.pickedUpAt
+            ? `${head} was picked up by the agent at ${new Date(last.pickedUpAt).toLocaleTimeString()}.`
+            : `${head} is waiting for the agent.`;
     }
     return h("section", { class: "send", "aria-label": "Send to agent" },
       field("annotate-mode", "Mode", mode),
@@ -1365,7 +1414,7 @@
 *{box-sizing:border-box;font:inherit;color:inherit}
 [hidden]{display:none!important}
 .toggle,.adder,.popup,.panel,.toasts,.outline,.boxes{font:13px/1.45 system-ui,sans-serif;color:var(--fg)}
-h2,h3,label,.badge,.who,.orphan{font-weight:700}
+h2,h3,label,.badge,.who,.orphan,.removed{font-weight:700}
 code,.element,.label{font-family:ui-monospace,monospace}
 button{cursor:pointer;border:1px solid var(--line);background:var(--soft);border-radius:6px;padding:3px 9px}
 button:hover{border-color:var(--acc)}
@@ -1416,6 +1465,9 @@ ul,ol{list-style:none;margin:0;padding:0}
 .body{cursor:pointer}
 .note,.intent,.msg{margin:4px 0;white-space:pre-wrap;word-break:break-word}
 ins{text-decoration:none;background:#2ea04333}
+del{background:#c6282826}
+.diff{font:12px ui-monospace,monospace}
+.removed{color:#2ea043}
 .thread{margin-top:6px;padding-left:8px;border-left:2px solid var(--line)}
 .reply{margin:4px 0;padding:4px 6px;border-radius:6px;background:var(--soft)}
 .reply.agent{background:var(--agent);border-left:3px solid var(--acc)}
