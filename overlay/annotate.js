@@ -589,7 +589,7 @@
   const changesText = (m) => {
     const el = m.target.nodeType === 1 ? m.target : m.target.parentElement;
     return !!el && !el.closest(SKIP) && (m.type === "characterData" ||
-      [...m.addedNodes, ...m.removedNodes].some((n) => (n.nodeType === 3 ? n.data : n.nodeType === 1 && !n.matches(SKIP) && n.textContent)));
+      [...m.addedNodes, ...m.removedNodes].some((n) => n.nodeType !== 1 || !n.matches(SKIP)));
   };
   let settle = 0;
   const observer = new MutationObserver((records) => {
@@ -1126,12 +1126,13 @@
     };
     let status = "No review sent yet.";
     if (last) {
-      const head = `Last review (${last.mode}, sent ${new Date(last.createdAt).toLocaleTimeString()})`;
+      const time = (iso) => new Date(iso).toLocaleTimeString();
+      const head = `Last review (${last.mode}, sent ${time(last.createdAt)})`;
       status =
         last.status === "done"
           ? `${head} is done: every note in it is addressed or resolved.`
           : last.pickedUpAt
-            ? `${head} was picked up by the agent at ${new Date(last.pickedUpAt).toLocaleTimeString()}.`
+            ? `${head} was picked up by the agent at ${time(last.pickedUpAt)}.`
             : `${head} is waiting for the agent.`;
     }
     return h("section", { class: "send", "aria-label": "Send to agent" },
