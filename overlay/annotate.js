@@ -237,6 +237,10 @@
   // while text elsewhere changes, until the server has located it in the new text.
   const anchorRange = (at) => at && rangeOf(at.map, at.start, at.end);
 
+  // Whether the text at `pos` is code: a quote selected outside code must not be mapped into a
+  // fenced example of the same words, nor the reverse (issue #13), so the server is told.
+  const inCode = (map, pos) => !!boundary(map, pos, false)[0].parentElement.closest("pre,code");
+
   function selectionTarget() {
     const sel = document.getSelection();
     if (!sel || sel.isCollapsed || !sel.rangeCount) return null;
@@ -250,12 +254,18 @@
     while (end > start && /\s/.test(t[end - 1])) end--;
     if (end <= start) return null;
     const exact = t.slice(start, end);
+    const code = inCode(map, start);
+    // Which of the page's occurrences of the quote of the same kind (code or not) this is.
+    let occurrence = 0;
+    for (let i = t.indexOf(exact); i < start; i = t.indexOf(exact, i + 1)) occurrence += inCode(map, i) === code;
     return {
       start,
       end,
       exact,
       prefix: t.slice(Math.max(0, start - CONTEXT), start),
       suffix: t.slice(end, end + CONTEXT),
+      inCode: code,
+      occurrence,
     };
   }
 
@@ -826,6 +836,8 @@
             selectedText: t.exact,
             quote: { exact: t.exact, prefix: t.prefix, suffix: t.suffix },
             position: { start: t.start, end: t.end },
+            inCode: t.inCode,
+            occurrence: t.occurrence,
           });
         }
         item = await api("POST", "annotations", body);
