@@ -1480,7 +1480,6 @@ ul,ol{list-style:none;margin:0;padding:0}
 ins{text-decoration:none;background:#2ea04333}
 del{background:#c6282826}
 .diff{font:12px ui-monospace,monospace}
-.removed{color:#2ea043}
 .thread{margin-top:6px;padding-left:8px;border-left:2px solid var(--line)}
 .reply{margin:4px 0;padding:4px 6px;border-radius:6px;background:var(--soft)}
 .reply.agent{background:var(--agent);border-left:3px solid var(--acc)}
