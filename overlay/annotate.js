@@ -2,6 +2,13 @@
  * Every user string is rendered as text, never HTML; re-anchoring is the server's job. */
 (() => {
   "use strict";
+  // Never inside another site's frame (issue #17): a page that frames ours could trick the
+  // reviewer into pressing Accept, Delete or Send to agent. Reading a cross-origin top throws.
+  try {
+    if (top !== window && top.location.origin !== location.origin) return;
+  } catch (e) {
+    return;
+  }
   if (window.annotateOverlay) {
     // Loaded twice: one overlay per document.
     window.annotateOverlay.refresh();
@@ -51,6 +58,10 @@
   // Notes drawn in the panel at a time: a site's thousands would block the page for seconds on
   // every keystroke in the search field and every live update (~0.6 ms each).
   const LIST_STEP = 100;
+  // Quiet time after the page's own scripts change its text before the notes are located again.
+  const SETTLE_MS = 150;
+  // Words × words beyond which the diff of a note's Markdown shows old and new whole.
+  const MAX_DIFF = 250000;
 
   // -- small helpers
 
@@ -167,6 +178,9 @@
     return { root, nodes, starts, index, text: parts.join("") };
   }
 
+  // Measured when first needed after a change: the MutationObserver that startPage() sets on the
+  // content root forgets it whenever the content's text changes (scripts that render code
+  // annotations, tabs, diagrams; issue #13).
   function textMap() {
     const m = S.map;
     if (m && m.root.isConnected && m.root === contentRoot() && (!m.nodes.length || m.nodes[0].isConnected))
@@ -219,6 +233,14 @@
     return r;
   }
 
+  // An anchor's offsets are into the text it was measured in (`at.map`): its range stays right
+  // while text elsewhere changes, until the server has located it in the new text.
+  const anchorRange = (at) => at && rangeOf(at.map, at.start, at.end);
+
+  // Whether the text at `pos` is code: a quote selected outside code must not be mapped into a
+  // fenced example of the same words, nor the reverse (issue #13), so the server is told.
+  const inCode = (map, pos) => !!boundary(map, pos, false)[0].parentElement.closest("pre,code");
+
   function selectionTarget() {
     const sel = document.getSelection();
     if (!sel || sel.isCollapsed || !sel.rangeCount) return null;
@@ -231,12 +253,19 @@
     while (start < end && /\s/.test(t[start])) start++;
     while (end > start && /\s/.test(t[end - 1])) end--;
     if (end <= start) return null;
+    const exact = t.slice(start, end);
+    const code = inCode(map, start);
+    // Which of the page's occurrences of the quote of the same kind (code or not) this is.
+    let occurrence = 0;
+    for (let i = t.indexOf(exact); i < start; i = t.indexOf(exact, i + 1)) occurrence += inCode(map, i) === code;
     return {
       start,
       end,
-      exact: t.slice(start, end),
+      exact,
       prefix: t.slice(Math.max(0, start - CONTEXT), start),
       suffix: t.slice(end, end + CONTEXT),
+      inCode: code,
+      occurrence,
     };
   }
 
@@ -328,10 +357,10 @@
     page: location.pathname,
     root: null,
     gen: 0, // bumped on every page change: answers for an older page are dropped
-    map: null,
+    map: null, // the page text as measured (measure()); null once the content changed
     items: [], // annotations of this page (every status)
     notes: [], // page notes of this page
-    anchors: new Map(), // id -> {start, end}; start null: could not locate
+    anchors: new Map(), // id -> {start, end, map}: offsets into map.text; start null: could not locate
     all: null, // {annotations, pageNotes} of every page, while the All pages tab is shown
     allCount: null, // notes not resolved on the whole site, from the summary
     reviews: [],
@@ -399,15 +428,14 @@
 
   // -- highlights
 
-  const pageAnnotations = () => S.items.filter((a) => a.status !== "resolved");
+  // What is painted: not resolved, and not text deleted as the reviewer asked (issue #14).
+  const pageAnnotations = () => S.items.filter((a) => a.status !== "resolved" && a.anchorState !== "removed");
 
   function paint() {
-    const map = textMap();
     const groups = { open: [], done: [], active: [] };
     for (const a of pageAnnotations()) {
       if (a.type !== "text") continue;
-      const at = S.anchors.get(a.id);
-      const r = at && rangeOf(map, at.start, at.end);
+      const r = anchorRange(S.anchors.get(a.id));
       if (!r) continue;
       groups[done(a) ? "done" : "open"].push(r);
       if (a.id === S.active) groups.active.push(r);
@@ -450,10 +478,7 @@
     if (!adder.hidden) placeAdder();
   };
 
-  function textRange(a) {
-    const at = S.anchors.get(a.id);
-    return at ? rangeOf(textMap(), at.start, at.end) : null;
-  }
+  const textRange = (a) => anchorRange(S.anchors.get(a.id));
 
   function hitTest(x, y) {
     const hits = [];
@@ -539,7 +564,7 @@
     }
     S.items = a.annotations;
     S.notes = n.pageNotes;
-    S.anchors = new Map(anchors.anchors.map((x) => [x.id, x]));
+    S.anchors = new Map(anchors.anchors.map((x) => [x.id, { ...x, map }]));
     if (wantAll) S.all = { annotations: all[0].annotations, pageNotes: all[1].pageNotes };
     else if (all) {
       S.all = null;
@@ -568,9 +593,27 @@
     if (draft && !READ_ONLY) openPopup(draft);
   }
 
+  // The page text follows the DOM (issue #13): a change to the content's text (not the overlay's,
+  // not a skipped node's) forgets the measured text at once, so a selection in new text is
+  // measured afresh, and asks the server where the notes are now once the changes settle.
+  const changesText = (m) => {
+    const el = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+    return !!el && !el.closest(SKIP) && (m.type === "characterData" ||
+      [...m.addedNodes, ...m.removedNodes].some((n) => n.nodeType !== 1 || !n.matches(SKIP)));
+  };
+  let settle = 0;
+  const observer = new MutationObserver((records) => {
+    if (!records.some(changesText)) return;
+    S.map = null;
+    clearTimeout(settle);
+    settle = setTimeout(sync, SETTLE_MS);
+  });
+
   function startPage() {
     const r = contentRoot();
     if (S.root === r && S.page === location.pathname) return; // the same page: already loading
+    observer.disconnect();
+    observer.observe(r, { childList: true, subtree: true, characterData: true });
     closePopup(false, true); // its draft stays, for when the reviewer comes back
     S.gen++;
     S.root = r;
@@ -724,16 +767,16 @@
     (suggestionRow.hidden || draft.suggestion ? note : suggestion).focus();
   }
 
+  const intact = (t) => textMap().text.slice(t.start, t.end) === t.exact;
+
   function targetRect() {
     const t = popupAt.target;
     if (t.kind === "element") {
       const el = findElement(t.element);
       return el ? el.getBoundingClientRect() : null;
     }
-    const map = textMap();
     // A new note's draft (perhaps restored after a reload) only if the text is still there.
-    const pos = popupAt.id ? S.anchors.get(popupAt.id) : map.text.slice(t.start, t.end) === t.exact && t;
-    const r = pos && rangeOf(map, pos.start, pos.end);
+    const r = popupAt.id ? textRange(popupAt) : intact(t) && rangeOf(textMap(), t.start, t.end);
     return r ? r.getBoundingClientRect() : null;
   }
 
@@ -793,10 +836,12 @@
             selectedText: t.exact,
             quote: { exact: t.exact, prefix: t.prefix, suffix: t.suffix },
             position: { start: t.start, end: t.end },
+            inCode: t.inCode,
+            occurrence: t.occurrence,
           });
         }
         item = await api("POST", "annotations", body);
-        if (t.kind === "text") S.anchors.set(item.id, { id: item.id, start: t.start, end: t.end });
+        if (t.kind === "text" && intact(t)) S.anchors.set(item.id, { start: t.start, end: t.end, map: textMap() });
       }
       upsert(item);
       closePopup(true);
@@ -886,7 +931,7 @@
   }
 
   function located(item) {
-    if (item.pageUrl !== S.page || !S.loaded || item.status === "resolved") return true;
+    if (item.pageUrl !== S.page || !S.loaded || item.status === "resolved" || item.anchorState === "removed") return true;
     if (item.type === "element") return !!findElement(item.elementSelector);
     if (item.type === "text") {
       const at = S.anchors.get(item.id);
@@ -895,10 +940,11 @@
     return true;
   }
 
+  // `docs/x.md:3-5`; a page note's source is the file alone (docs/data-model.md).
   function sourceLabel(src) {
     if (!src || !src.path) return null;
-    const lines = src.lineStart === src.lineEnd ? `${src.lineStart}` : `${src.lineStart}-${src.lineEnd}`;
-    return `${src.path}:${lines}`;
+    const lines = src.lineStart == null ? "" : src.lineStart === src.lineEnd ? `:${src.lineStart}` : `:${src.lineStart}-${src.lineEnd}`;
+    return src.path + lines + (src.lastKnown ? " (last known)" : "");
   }
 
   function itemView(item, here) {
@@ -908,7 +954,9 @@
     const meta = h("div", { class: "meta" }, badge, h("span", { class: "kind", text: kind === "page" ? "page note" : kind }));
     const src = sourceLabel(item.source);
     if (src) meta.append(h("code", { class: "source", title: "Markdown source", text: src }));
-    if (item.anchorState && item.anchorState !== "anchored" && item.type === "text")
+    // A passage the agent deleted as asked is no warning (issue #14): it is the note's answer.
+    if (item.anchorState === "removed") meta.append(h("span", { class: "removed", text: "deleted as asked" }));
+    else if (item.anchorState && item.anchorState !== "anchored" && item.type === "text")
       meta.append(h("span", { class: "flag", text: `source ${item.anchorState}` }));
     const body = h("div", { class: "body" });
     if (!located(item)) body.append(h("p", { class: "orphan", text: "could not locate on this page" }));
@@ -919,6 +967,10 @@
       body.append(h("p", { class: "intent" }, item.intent === "replace" ? "Replace with: " : "Insert: ", h("ins", { text: item.suggestion || "" })));
     if (item.note) body.append(h("p", { class: "note", text: item.note }));
     if (item.replacedText) body.append(h("p", { class: "intent" }, "Now reads: ", h("ins", { text: item.replacedText })));
+    const was = item.originalSource;
+    if (item.status === "addressed" && was && item.source && was.excerpt != null && item.source.excerpt != null)
+      body.append(h("div", { class: "quote diff" }, h("span", { class: "who", text: "Markdown change" }),
+        was.excerpt === item.source.excerpt ? "none" : wordDiff(was.excerpt, item.source.excerpt)));
     if (item.replies && item.replies.length) {
       body.append(
         h("ol", { class: "thread", "aria-label": "Replies" },
@@ -943,17 +995,58 @@
     return li;
   }
 
+  // The Markdown then and now, word by word (issue #14): [kind, text] runs, kind "" (kept),
+  // "del" or "ins", as text nodes and <del>/<ins> holding text (never HTML from data).
+  function wordDiff(a, b) {
+    const x = a.split(/(\s+)/);
+    const y = b.split(/(\s+)/);
+    const n = x.length;
+    const m = y.length;
+    if (n * m > MAX_DIFF) return [h("del", { text: a }), h("ins", { text: b })];
+    // L[i][j]: the longest common run of words of x[i:] and y[j:].
+    const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+    for (let i = n; i--; ) for (let j = m; j--; ) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    const runs = [["", ""]];
+    const add = (kind, word) => {
+      const last = runs[runs.length - 1];
+      if (last[0] === kind) last[1] += word;
+      else runs.push([kind, word]);
+    };
+    let i = 0;
+    let j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && x[i] === y[j]) {
+        add("", x[i++]);
+        j++;
+      } else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) add("ins", y[j++]);
+      else add("del", x[i++]);
+    }
+    return runs.map(([kind, text]) => (kind ? h(kind, { text }) : text));
+  }
+
   function actions(item) {
     const open = (kind, text) => () => {
       S.forms[item.id] = { kind, text: text || "" };
       render();
     };
     const row = h("div", { class: "actions" }, button("Reply", open("reply")));
-    if (item.status !== "resolved") row.append(button("Accept", () => setStatus(item, { action: "accept" })));
+    if (item.status !== "resolved") row.append(button("Accept", () => setStatus(item, { action: "accept" })), button("Ask agent now", () => sendReview({ mode: "review", ids: [item.id] })));
     if (item.status === "addressed" || item.status === "resolved") row.append(button("Reopen", open("reopen")));
     row.append(button("Edit", () => editItem(item)), button("Delete", open("delete"), "danger"));
     return row;
   }
+
+  // Send to agent, and Ask agent now (issue #14: one note, in review mode, outside the batch;
+  // the answer comes back as a reply through the change feed).
+  const sendReview = (body, then) =>
+    act("Sending to the agent", async () => {
+      const review = await api("POST", "reviews", body);
+      if (then) then();
+      const n = review.annotations.length + review.pageNotes.length;
+      toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
+      S.reviews.push(review);
+      render();
+    });
 
   function formView(item, form) {
     const close = () => {
@@ -1038,22 +1131,21 @@
     mode.value = S.mode || "edit";
     mode.addEventListener("change", () => { S.mode = mode.value; });
     const message = h("input", { id: "annotate-message", type: "text", value: S.message || "", placeholder: "Optional", oninput: (e) => { S.message = e.target.value; } });
-    const send = () => act("Sending to the agent", async () => {
+    const send = () => {
       const body = { mode: mode.value };
       if (message.value.trim()) body.message = message.value;
-      const review = await api("POST", "reviews", body);
-      S.message = "";
-      const n = review.annotations.length + review.pageNotes.length;
-      toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
-      S.reviews.push(review);
-      render();
-    });
+      sendReview(body, () => { S.message = ""; });
+    };
     let status = "No review sent yet.";
     if (last) {
-      const when = new Date(last.createdAt).toLocaleTimeString();
-      status = last.pickedUpAt
-        ? `Last review (${last.mode}, sent ${when}) was picked up by the agent at ${new Date(last.pickedUpAt).toLocaleTimeString()}.`
-        : `Last review (${last.mode}, sent ${when}) is waiting for the agent.`;
+      const time = (iso) => new Date(iso).toLocaleTimeString();
+      const head = `Last review (${last.mode}, sent ${time(last.createdAt)})`;
+      status =
+        last.status === "done"
+          ? `${head} is done: every note in it is addressed or resolved.`
+          : last.pickedUpAt
+            ? `${head} was picked up by the agent at ${time(last.pickedUpAt)}.`
+            : `${head} is waiting for the agent.`;
     }
     return h("section", { class: "send", "aria-label": "Send to agent" },
       field("annotate-mode", "Mode", mode),
@@ -1335,7 +1427,7 @@
 *{box-sizing:border-box;font:inherit;color:inherit}
 [hidden]{display:none!important}
 .toggle,.adder,.popup,.panel,.toasts,.outline,.boxes{font:13px/1.45 system-ui,sans-serif;color:var(--fg)}
-h2,h3,label,.badge,.who,.orphan{font-weight:700}
+h2,h3,label,.badge,.who,.orphan,.removed{font-weight:700}
 code,.element,.label{font-family:ui-monospace,monospace}
 button{cursor:pointer;border:1px solid var(--line);background:var(--soft);border-radius:6px;padding:3px 9px}
 button:hover{border-color:var(--acc)}
@@ -1386,6 +1478,8 @@ ul,ol{list-style:none;margin:0;padding:0}
 .body{cursor:pointer}
 .note,.intent,.msg{margin:4px 0;white-space:pre-wrap;word-break:break-word}
 ins{text-decoration:none;background:#2ea04333}
+del{background:#c6282826}
+.diff{font:12px ui-monospace,monospace}
 .thread{margin-top:6px;padding-left:8px;border-left:2px solid var(--line)}
 .reply{margin:4px 0;padding:4px 6px;border-radius:6px;background:var(--soft)}
 .reply.agent{background:var(--agent);border-left:3px solid var(--acc)}
