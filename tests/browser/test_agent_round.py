@@ -3,8 +3,9 @@ with the plugin, notes of every kind made in Chromium through the overlay (comme
 insert, question, page note, element), Send to agent, and `annotate mcp` over stdio, started in
 `docs/` without `--project`, driven by the SDK's client as an agent drives it: wait for the review,
 read each note's context, set it in progress, edit the Markdown, address it with a message,
-`deleted` or `replacedText`. Then the reviewer reopens one note with a follow-up, which wakes a
-second wait with that one note; the review ends `done`.
+`deleted` or `replacedText`. The panel shows the answers live, the deletion as asked, the word
+diff and the review done. Then the reviewer reopens one note with a follow-up, which wakes a second
+wait with that one note, and asks about another with Ask agent now, which wakes a third.
 
 The MCP client runs in its own event loop thread (an anyio blocking portal): Playwright's sync API
 refuses to run inside one.
@@ -360,6 +361,16 @@ def test_agent_round(
     expect(replaced.locator(".badge")).to_have_text("addressed")
     expect(replaced.locator(".reply.agent")).to_contain_text("Now 8080.")
     expect(replaced).to_contain_text("Now reads: port 8080")
+    # Item 13 in the panel: the word diff of the Markdown then and now.
+    expect(replaced.locator(".diff del")).to_have_text("8000")
+    expect(replaced.locator(".diff ins")).to_have_text("8080")
+    # Item 3 in the panel: the deletion is the note's answer, not a note that went missing.
+    deleted = panel_item(page, ids[DELETE[0]])
+    expect(deleted.locator(".removed")).to_have_text("deleted as asked")
+    expect(deleted.locator(".orphan")).to_have_count(0)
+    expect(deleted.locator(".flag")).to_have_count(0)
+    # Item 10 in the panel: the review is done.
+    expect(send).to_contain_text("is done: every note in it is addressed or resolved.")
 
     # -- the reviewer reopens one note with a follow-up: it wakes a second wait, alone ----------
     waiting = agent.start_wait()
@@ -380,6 +391,7 @@ def test_agent_round(
     assert again["status"] == "addressed"
     assert [x["status"] for x in agent.call("list_reviews")] == ["done", "done"]
     expect(replaced.locator(".badge")).to_have_text("addressed")
+    expect(send).to_contain_text("is done: every note in it is addressed or resolved.")
 
     # Item 13: the word diff of the Markdown then and now, in `annotate get`.
     shown = cli(project, "get", ids[REPLACE[0]])
@@ -389,3 +401,14 @@ def test_agent_round(
         project, "get", ids[DELETE[0]]
     )
     assert "change in the Markdown" not in cli(project, "get", ids[QUESTION[0]])
+
+    # Item 11: Ask agent now sends one note alone, in review mode, outside the batch; the
+    # agent's answer shows live.
+    waiting = agent.start_wait()
+    asked_item = panel_item(page, element.id)
+    asked_item.get_by_role("button", name="Ask agent now").click()
+    asked = agent.waited(waiting)["review"]
+    assert (asked["mode"], asked["total"]) == ("review", 1)
+    assert [b["id"] for b in asked["notes"]] == [element.id]
+    agent.call("add_agent_reply", id=element.id, message="A warning: skipping it loses data.")
+    expect(asked_item.locator(".reply.agent").last).to_contain_text("skipping it loses data")
