@@ -79,19 +79,17 @@ ASKS = {
     "replace": "put the suggestion in place of the quoted text",
     "insert": "add the suggestion right after the quoted text",
 }
-QUESTION = (
-    "a question (a note that asks something and requests no change) gets its answer in the "
-    "reply and no edit, then is addressed"
-)
+QUESTION = "a question gets a reply and no edit, then is addressed"
+# Said where agents first read it (instructions, descriptions); get_context's line stays short.
+_QUESTION_IS = "(a note that asks something and requests no change)"
 _INTENTS = (
     "Each note's `intent` says what it asks: "
     + "; ".join(
         f"`{intent}`{' (the default)' if intent == 'comment' else ''}: {phrase}"
         for intent, phrase in ASKS.items()
     )
-    + ". "
-    + QUESTION[0].upper()
-    + QUESTION[1:]
+    + f". A question {_QUESTION_IS}"
+    + QUESTION.removeprefix("a question")
     + "."
 )
 _MODES = {

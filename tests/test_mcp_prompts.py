@@ -27,8 +27,8 @@ INTENTS = (
     "`delete`: remove the quoted text, and nothing around it",
     "`replace`: put the suggestion in place of the quoted text",
     "`insert`: add the suggestion right after the quoted text",
-    "A question (a note that asks something and requests no change) gets its answer in the "
-    "reply and no edit, then is addressed.",
+    "A question (a note that asks something and requests no change) gets a reply and no edit, "
+    "then is addressed.",
 )
 
 
