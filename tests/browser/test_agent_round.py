@@ -221,6 +221,11 @@ def test_agent_round(
     [element] = [n for n in notes if n.type == "element"]
     assert element.note == ELEMENT_NOTE
     assert "Back up the database" in element.element_selector.description
+    # Item 8: the element note points at the Markdown line that produced the element.
+    element_line = line_of(md, "Back up the database")
+    assert element.source is not None
+    assert (element.source.path, element.source.line_start) == (MD, element_line)
+    assert element.source.line_end == element_line
     assert page_note.source is not None and page_note.source.path == MD
     ids = {q: by_quote[q].id for q, *_ in TEXT_NOTES}
 
@@ -249,6 +254,7 @@ def test_agent_round(
         "id": page_note.id, "kind": "page", "note": PAGE_NOTE, "at": MD, "page": "/guide/",
     }  # fmt: skip
     assert briefs[element.id]["kind"] == "element" and briefs[element.id]["note"] == ELEMENT_NOTE
+    assert briefs[element.id]["at"] == f"{MD}:{element_line}"
     # Under about 150 tokens (~600 characters) a note.
     assert all(len(json.dumps(b)) < 600 for b in r["notes"])
 
