@@ -13,10 +13,13 @@ from collections.abc import Sequence
 from .models import Annotation, PageNote, Review
 
 __all__ = [
+    "ASKS",
     "CLI",
     "DEFAULT_WAIT_S",
     "MAX_WAIT_S",
     "MCP",
+    "QUESTION",
+    "asks",
     "intents",
     "mode_instructions",
     "no_review",
@@ -67,13 +70,27 @@ _ORDER = (
     "{start} → edit the Markdown at `source.path` (lines `source.lineStart`–`source.lineEnd`) as "
     "the note's intent asks → one call instead of {target}, {address} and {reply}: {record}"
 )
-# issue #14, item 4: what each intent asks, and that a question gets an answer and no edit.
+# issue #14, item 4: what each intent asks, said once. The prose of `intents()` (tool descriptions,
+# instructions, skill files), get_context's `intent:` line (`annotate/context.py`) and the
+# address-note prompt are made of these phrases.
+ASKS = {
+    "comment": "do what the note says",
+    "delete": "remove the quoted text, and nothing around it, then {address} with {deleted}",
+    "replace": "put the suggestion in place of the quoted text",
+    "insert": "add the suggestion right after the quoted text",
+}
+QUESTION = "a question gets a reply and no edit, then is addressed"
+# Said where agents first read it (instructions, descriptions); get_context's line stays short.
+_QUESTION_IS = "(a note that asks something and requests no change)"
 _INTENTS = (
-    "Each note's `intent` says what it asks: `comment` (the default): do what the note says; "
-    "`delete`: remove the quoted text (then address it with {deleted}); `replace`: put "
-    "`suggestion` in place of the quoted text; `insert`: add `suggestion` right after the quoted "
-    "text. A question (a note that asks something and requests no change) is answered in the "
-    "reply, with no edit, and then addressed."
+    "Each note's `intent` says what it asks: "
+    + "; ".join(
+        f"`{intent}`{' (the default)' if intent == 'comment' else ''}: {phrase}"
+        for intent, phrase in ASKS.items()
+    )
+    + f". A question {_QUESTION_IS}"
+    + QUESTION.removeprefix("a question")
+    + "."
 )
 _MODES = {
     "edit": (
@@ -104,6 +121,11 @@ def order_of_work(names: dict[str, str] = MCP) -> str:
 def intents(names: dict[str, str] = MCP) -> str:
     """What `comment`, `delete`, `replace` and `insert` ask, and what a question gets."""
     return _INTENTS.format(**names)
+
+
+def asks(intent: str, names: dict[str, str] = MCP) -> str:
+    """What one intent asks, as a phrase (`ASKS`)."""
+    return ASKS[intent].format(**names)
 
 
 def mode_instructions(mode: str, names: dict[str, str] = MCP) -> str:
@@ -177,25 +199,23 @@ def _asks(item: Annotation | PageNote) -> str:
             "The note is about an element of the page (see elementSelector): change the Markdown "
             "that produces it as the note asks, then address_annotation with `message`."
         )
+    step = asks(item.intent)
+    step = step[0].upper() + step[1:]
     if item.intent == "delete":
-        return (
-            "Delete the quoted text from the Markdown, and nothing around it, then "
-            "address_annotation with `deleted: true` and a short `message`."
-        )
+        return f"{step} and a short `message`."
     if item.intent == "replace":
         return (
-            "Put the suggestion in place of the quoted text, then address_annotation with "
-            "`replacedText` (the new text as the page shows it, not Markdown) and `message`."
+            f"{step}, then address_annotation with `replacedText` (the new text as the page "
+            "shows it, not Markdown) and `message`."
         )
     if item.intent == "insert":
         return (
-            "Add the suggestion right after the quoted text, then address_annotation with "
-            "`replacedText` (the quote followed by what you added, as the page shows it) and "
-            "`message`."
+            f"{step}, then address_annotation with `replacedText` (the quote followed by what "
+            "you added, as the page shows it) and `message`."
         )
     return (
-        "Do what the note says, then address_annotation with `replacedText` (the text that now "
-        "stands where the quote was, as the page shows it) and `message` (what you changed)."
+        f"{step}, then address_annotation with `replacedText` (the text that now stands where "
+        "the quote was, as the page shows it) and `message` (what you changed)."
     )
 
 

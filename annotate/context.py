@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .agents import QUESTION, asks
 from .errors import ValidationError
 from .models import Annotation, PageNote
 from .pages import safe_path
@@ -23,17 +24,19 @@ from .reconcile import MAX_SOURCE_BYTES
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["DEFAULT_LINES", "INTENTS", "MAX_LINES", "Context", "get_context"]
+__all__ = ["DEFAULT_LINES", "MAX_LINES", "Context", "get_context", "intent_line"]
 
 DEFAULT_LINES = 10
 MAX_LINES = 500
-# What each intent asks of the agent, beside the lines.
-INTENTS = {
-    "comment": "comment: do what the note says; a question gets a reply and no edit",
-    "delete": "delete: remove the quoted text, then address it with deleted",
-    "replace": "replace: put the suggestion in place of the quoted text",
-    "insert": "insert: add the suggestion right after the quoted text",
-}
+# `delete`'s phrase names the address call: this text is shown by the MCP tool and the CLI alike,
+# so it names neither's form.
+_NAMES = {"address": "address it", "deleted": "deleted"}
+
+
+def intent_line(intent: str) -> str:
+    """What an intent asks, beside the lines (the phrases of `annotate/agents.py`)."""
+    line = f"{intent}: {asks(intent, _NAMES)}"
+    return f"{line}; {QUESTION}" if intent == "comment" else line
 
 
 @dataclass(slots=True)
@@ -85,7 +88,7 @@ class Context:
             where += f":{self.line_start}{end}"
         out = [f"[{item.id}] {kind} on {item.page_url}{where} ({state})"]
         if isinstance(item, Annotation):
-            out.append("intent: " + INTENTS[item.intent])
+            out.append("intent: " + intent_line(item.intent))
         out += _field("note", item.note or "(none)")
         if isinstance(item, Annotation):
             if item.suggestion:

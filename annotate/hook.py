@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from . import store as store_module
-from .errors import ValidationError
+from .errors import AnnotateError, ValidationError
 from .models import Annotation, PageNote, Review
+from .project import find_project
 
 __all__ = ["MAX_BLOCKS", "Decision", "find_store", "stop", "unfinished"]
 
@@ -55,13 +56,14 @@ class Decision:
 
 
 def find_store(start: str | os.PathLike[str]) -> Path | None:
-    """`.annotate/annotations.db` in `start` or the nearest folder above it that has one."""
-    folder = Path(start).absolute()
-    for candidate in (folder, *folder.parents):
-        db = store_module.project_db_path(candidate)
-        if db.is_file():
-            return db
-    return None
+    """The store of the project found upwards from `start`, as every command finds it
+    (`annotate/project.py`); None when that project has no store yet, or `start` is no folder."""
+    try:
+        project = find_project(start)
+    except AnnotateError:
+        return None
+    db = store_module.project_db_path(project)
+    return db if db.is_file() else None
 
 
 def unfinished(store: store_module.Store) -> list[tuple[Review, list[Annotation | PageNote]]]:

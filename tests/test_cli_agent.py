@@ -62,7 +62,8 @@ def test_context(store: annotate.Store, run) -> None:  # type: ignore[no-untyped
     assert run("context", a.id, "--lines", "2") == (
         f"[{a.id}] text note on /guide/install/ — docs/guide/install.md:5 "
         "(status: open, anchor: anchored)\n"
-        "intent: comment: do what the note says; a question gets a reply and no edit\n"
+        "intent: comment: do what the note says; a question gets a reply and no edit, then is "
+        "addressed\n"
         "note: Mention pipx as well.\n"
         "quote: pip install mkdocs-annotate\n"
         "\n"

@@ -171,6 +171,22 @@ def test_finds_the_store_above_the_working_folder(project: Path, store: annotate
     blocked(result.output)
 
 
+def test_the_project_is_found_as_every_command_finds_it(
+    project: Path, store: annotate.Store
+) -> None:
+    # annotate/project.py: the nearest folder with a config file is the project, so a nested
+    # project with no store of its own is not gated by the store of the one around it.
+    taken_review(store)
+    nested = project / "docs" / "sub"
+    nested.mkdir()
+    (nested / "mkdocs.yml").write_text("site_name: nested\n")
+    assert run(nested / "docs") == ""
+    assert not (nested / ".annotate").exists()
+    # A working folder that is gone: nothing to say.
+    assert run(project / "gone") == ""
+    blocked(run(project / "docs"))
+
+
 def test_many_notes_are_counted_not_listed(project: Path, store: annotate.Store) -> None:
     ids = [store.add_page_note({"pageUrl": f"/p{i}/", "note": f"Note {i}"}).id for i in range(23)]
     review = store.create_review({"mode": "review"})

@@ -24,11 +24,11 @@ pytestmark = pytest.mark.anyio
 ANNOTATE = str(Path(sys.executable).parent / "annotate")
 INSTALL_MD = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
 INTENTS = (
-    "`delete`: remove the quoted text",
-    "`replace`: put `suggestion` in place of the quoted text",
-    "`insert`: add `suggestion` right after the quoted text",
-    "A question (a note that asks something and requests no change) is answered in the reply, "
-    "with no edit, and then addressed.",
+    "`delete`: remove the quoted text, and nothing around it",
+    "`replace`: put the suggestion in place of the quoted text",
+    "`insert`: add the suggestion right after the quoted text",
+    "A question (a note that asks something and requests no change) gets a reply and no edit, "
+    "then is addressed.",
 )
 
 
@@ -130,8 +130,8 @@ async def test_address_review_in_review_mode(project: Path, store: annotate.Stor
     [
         (
             text_note(intent="delete", note="Drop it."),
-            "3. Delete the quoted text from the Markdown, and nothing around it, then "
-            "address_annotation with `deleted: true` and a short `message`.",
+            "3. Remove the quoted text, and nothing around it, then address_annotation with "
+            "`deleted: true` and a short `message`.",
         ),
         (
             text_note(intent="replace", suggestion="pipx install mkdocs-annotate"),

@@ -441,3 +441,21 @@ def test_command_is_the_running_annotate(project: Path, home: Path) -> None:
         settings = json.loads((project / ".claude" / "settings.json").read_text())
         assert settings["hooks"]["Stop"] == [{"hooks": [hook(shlex.quote(annotate_path))]}]
     assert setup.server_command() == annotate_path  # pytest runs from the same environment
+
+
+def test_run_in_a_subfolder_writes_into_the_project(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cd docs && annotate setup`: the project is found upwards (annotate/project.py), so the
+    files go beside mkdocs.yml and nothing is written into docs_dir."""
+    monkeypatch.chdir(project / "docs")
+    done = CliRunner().invoke(cli, ["setup", "--agent", "claude", "--gate", "--command", "x"])
+    assert done.exit_code == 0, done.output
+    assert [line.split(":")[0] for line in done.output.splitlines()] == [
+        f"wrote {project}/.gitignore",
+        f"wrote {project}/.mcp.json",
+        f"wrote {project}/.claude/skills/mkdocs-annotate/SKILL.md",
+        f"wrote {project}/.claude/settings.json",
+    ]
+    assert [p.name for p in (project / "docs").iterdir()] == ["index.md"]
+    assert (project / ".annotate" / "config.json").is_file()
