@@ -77,8 +77,11 @@ def lean_item(item: Annotation | PageNote) -> dict[str, Any]:
     return lean(data)
 
 
-def _cut(text: str, limit: int) -> tuple[str, bool]:
-    text = " ".join(text.split())
+def _cut(text: str, limit: int, *, exact: bool = False) -> tuple[str, bool]:
+    """`text` within `limit` characters, its runs of whitespace made one space unless `exact`
+    (a suggestion is text to put in the page: its spaces matter)."""
+    if not exact:
+        text = " ".join(text.split())
     return (text, False) if len(text) <= limit else (text[: limit - 1] + "…", True)
 
 
@@ -257,7 +260,7 @@ class Annotation:
         if self.note:
             out["note"], cut = _cut(self.note, BRIEF_TEXT)
         if self.suggestion:
-            out["suggestion"], more = _cut(self.suggestion, BRIEF_TEXT)
+            out["suggestion"], more = _cut(self.suggestion, BRIEF_TEXT, exact=True)
             cut = cut or more
         if self.source:
             out["at"] = self.source.lines

@@ -354,6 +354,13 @@ def test_a_review_answer_is_compact(store: annotate.Store) -> None:
     assert len(typical) / 4 < 60
 
 
+def test_a_suggestion_keeps_its_spaces_in_the_compact_answer(store: annotate.Store) -> None:
+    # An insertion's leading space is part of the text to put in the page.
+    note = store.add_annotation(text_note(intent="insert", suggestion=" or  pipx"))
+    brief = store.create_review({"mode": "edit"}).brief()
+    assert [n["suggestion"] for n in brief["notes"] if n["id"] == note.id] == [" or  pipx"]
+
+
 def test_a_long_review_is_paged(store: annotate.Store) -> None:
     long = "word " * 60
     for _ in range(250):
