@@ -741,7 +741,10 @@ def edit(lines: list[str], at: int, p: Passage) -> None:
         middle = words[len(words) // 3 :] + words[: len(words) // 3]
         for word in middle:
             span = "\n".join(lines[first : last + 1])
-            if span.count(word) == 1 and p.exact.count(word) == 1:
+            # Not inside `[...]`: a reference link's text is its key, and a changed key breaks
+            # the link (the page would then show the brackets the check does not expect).
+            in_link = re.search(r"\[[^\]]*\b" + word + r"\b[^\]]*\]", span)
+            if span.count(word) == 1 and p.exact.count(word) == 1 and not in_link:
                 for n in range(first, last + 1):
                     if word in lines[n]:
                         lines[n] = lines[n].replace(word, NEW_WORD, 1)
