@@ -728,6 +728,7 @@ def markdown_check(docs: Path, seed: int) -> int:
                 quote,
                 context,
                 i + 1,
+                found.line_start,
             )
         inserted = "\n".join([*lines[:i], INSERTED, "", *lines[i:]])
         check_markdown(
@@ -738,9 +739,19 @@ def markdown_check(docs: Path, seed: int) -> int:
             quote,
             context,
             found.line_start + 2,
+            found.line_start,
         )
         deleted = "\n".join([*lines[:i], *lines[j + 1 :]])
-        check_markdown(rows, scores, ("paragraph deleted", bucket), deleted, quote, context, None)
+        check_markdown(
+            rows,
+            scores,
+            ("paragraph deleted", bucket),
+            deleted,
+            quote,
+            context,
+            None,
+            found.line_start,
+        )
 
     print(f"Real Markdown: {done} paragraphs of {docs}; seed {seed}")
     print(f"Machine: {describe()}\n")
@@ -769,10 +780,12 @@ def check_markdown(
     quote: str,
     context: dict,
     line: int | None,
+    hint_line: int,
 ) -> None:
     counts = rows[key]
     counts["n"] += 1
-    found = locate_in_markdown(source, quote, **context)
+    # As reconciliation does (annotate/reconcile.py): the line where the quote was last seen.
+    found = locate_in_markdown(source, quote, **context, hint_line=hint_line)
     text, _ = normalise(project_markdown(source).text)
     needle, prefix, suffix = (
         normalise(part)[0] for part in (quote, context["prefix"], context["suffix"])
