@@ -60,8 +60,12 @@ GOOD_CONTEXT = 0.75  # mean similarity of the context sides for a full score
 SOME_CONTEXT = 0.65  # one side at least this similar speaks for a copy
 MAX_EXACT_HITS = 1000
 # A quote of this many characters or more, found again with one word changed near where it was
-# last seen (within this many characters), stays anchored whatever its similarity.
+# last seen (within ONE_WORD_NEAR characters), stays anchored whatever its similarity. Near is
+# kept small: documentation repeats passages one word apart ("code copy buttons" / "code
+# selection buttons"), and a deleted passage must not become its neighbour edited. An exact copy
+# farther than ONE_WORD_REACH is a copy elsewhere, not the note's own passage.
 MIN_ONE_WORD_QUOTE = 30
+ONE_WORD_NEAR = 300
 ONE_WORD_REACH = 2000
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
@@ -885,9 +889,9 @@ def _one_word_changed(
     words = quote.split(" ")
     if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < 4:
         return None
-    lo = max(0, hint - ONE_WORD_REACH)
+    lo = max(0, hint - ONE_WORD_NEAR)
     text = haystack.text if kind is None else haystack.masked(kind)
-    window = text[lo : hint + len(quote) + ONE_WORD_REACH]
+    window = text[lo : hint + len(quote) + ONE_WORD_NEAR]
     found: set[tuple[int, int]] = set()
     for replacement in (r"[^ \x00]+", r"[^ \x00]+ [^ \x00]+"):  # one word, else two
         for i in range(len(words)):
@@ -1017,7 +1021,7 @@ def locate_in_markdown(
     hit = _search(haystack, quote, before, after, hint, _Where(in_code, occurrence), exact.strip())
     if hit is None or hit.end <= hit.start:
         return None
-    near = hint is not None and abs(hit.start - hint) <= ONE_WORD_REACH
+    near = hint is not None and abs(hit.start - hint) <= ONE_WORD_NEAR
     if not (hit.exact or near) and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
         return None  # a new note's short quote resembling other text (theme text)
     span = offsets[hit.start : hit.end]
