@@ -124,14 +124,15 @@ def test_text_added_after_load_can_be_annotated(page: Page, plain_server: Server
     # The paragraph's arrival was sent to the server: the latest anchor request holds it.
     assert LATE in texts[-1]
 
-    # On a reload the first anchor request predates the paragraph (could not locate); the one
-    # sent when it arrives finds the note again.
+    # On a reload the first anchor request usually predates the paragraph (could not locate)
+    # and the one sent when it arrives finds the note again; on a loaded machine the paragraph
+    # can be there before the first request (CI-flaky before). Either way the last one holds it.
     texts.clear()
     page.reload()
     wait_painted(page)
     page.wait_for_function("() => CSS.highlights.get('annotate').size === 1")
     assert highlighted(page) == ["about harbours and their pilots"]
-    assert LATE not in texts[0] and LATE in texts[-1]
+    assert LATE in texts[-1]
 
 
 def test_code_annotation_rewrite_reanchors_and_keeps_selections_right(
