@@ -121,7 +121,7 @@ def test_ask_agent_now_sends_one_note_and_the_answer_shows_live(
     subprocess.run(
         [sys.executable, "-c", AGENT_ANSWERS, str(plain_server.project), second.id], check=True
     )
-    expect(item.locator(".reply.agent")).to_contain_text("the Stevensons", timeout=2000)
+    expect(item.locator(".reply.agent")).to_contain_text("the Stevensons", timeout=10_000)
 
 
 AGENT_ADDRESSES_ALL = """
@@ -143,7 +143,7 @@ def test_a_review_whose_notes_are_all_addressed_is_done(page: Page, plain_server
         [sys.executable, "-c", AGENT_ADDRESSES_ALL, str(plain_server.project)], check=True
     )
     expect(status).to_contain_text(
-        "is done: every note in it is addressed or resolved", timeout=2000
+        "is done: every note in it is addressed or resolved", timeout=10_000
     )
 
 
