@@ -273,21 +273,21 @@ class Annotation:
             out["element"] = _cut(sel.description or sel.css_selector, BRIEF_QUOTE)[0]
         if self.anchor_state != "anchored":
             out["anchorState"] = self.anchor_state
-        if self.status != "open":
-            out["status"] = self.status
-        follow_up = _follow_up(self.replies)
-        if follow_up:
-            out["followUp"] = follow_up
-        if cut:
-            out["truncated"] = True
-        return out
+        return _brief_end(out, self.status, self.replies, cut)
 
 
-def _follow_up(replies: tuple[Reply, ...]) -> str | None:
-    """The reviewer's last word when it is the last word of the thread (a Reopen's follow-up)."""
+def _brief_end(
+    out: dict[str, Any], status: str, replies: tuple[Reply, ...], cut: bool
+) -> dict[str, Any]:
+    """What every brief ends with: a status other than open, the reviewer's follow-up when it is
+    the last word of the thread (a Reopen's), and whether a text was cut."""
+    if status != "open":
+        out["status"] = status
     if replies and replies[-1].role == "reviewer":
-        return _cut(replies[-1].message, BRIEF_TEXT)[0]
-    return None
+        out["followUp"] = _cut(replies[-1].message, BRIEF_TEXT)[0]
+    if cut:
+        out["truncated"] = True
+    return out
 
 
 @dataclass(slots=True)
@@ -335,14 +335,7 @@ class PageNote:
         if self.source:
             out["at"] = self.source.path
         out["page"] = self.page_url
-        if self.status != "open":
-            out["status"] = self.status
-        follow_up = _follow_up(self.replies)
-        if follow_up:
-            out["followUp"] = follow_up
-        if cut:
-            out["truncated"] = True
-        return out
+        return _brief_end(out, self.status, self.replies, cut)
 
 
 @dataclass(slots=True)
