@@ -35,6 +35,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = 1
 
 
+def write_project(root: Path, install_md: str) -> Path:
+    """A project folder: `mkdocs.yml` and `docs/guide/install.md` (the page `/guide/install/`)."""
+    (root / "mkdocs.yml").write_text("site_name: test\n")
+    (root / "docs" / "guide").mkdir(parents=True)
+    (root / "docs" / "guide" / "install.md").write_text(install_md)
+    return root
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> annotate.Store:
     """A fresh store in a temporary project folder."""

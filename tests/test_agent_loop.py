@@ -27,7 +27,7 @@ from annotate.mcp_server import build_server
 from annotate.models import lean
 from annotate.web import create_app
 
-from .conftest import element_note, text_note
+from .conftest import element_note, text_note, write_project
 
 TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
@@ -48,9 +48,7 @@ Then add the plugin to mkdocs.yml and run mkdocs serve.
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: test\n")
-    (tmp_path / "docs" / "guide").mkdir(parents=True)
-    (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL_MD)
+    write_project(tmp_path, INSTALL_MD)
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nWelcome to the docs.\n")
     return tmp_path
 

@@ -15,7 +15,7 @@ import annotate
 from annotate import agents
 from annotate.cli import cli
 
-from .conftest import element_note, text_note
+from .conftest import element_note, text_note, write_project
 
 INSTALL_MD = """\
 # Install
@@ -32,10 +32,7 @@ Then add the plugin.
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: test\n")
-    (tmp_path / "docs" / "guide").mkdir(parents=True)
-    (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL_MD)
-    return tmp_path
+    return write_project(tmp_path, INSTALL_MD)
 
 
 @pytest.fixture

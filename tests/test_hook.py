@@ -19,7 +19,7 @@ import annotate
 from annotate import hook
 from annotate.cli import cli
 
-from .conftest import text_note
+from .conftest import text_note, write_project
 
 ANNOTATE = Path(sys.executable).parent / "annotate"
 INSTALL_MD = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
@@ -33,10 +33,7 @@ ADVICE = (
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: test\n")
-    (tmp_path / "docs" / "guide").mkdir(parents=True)
-    (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL_MD)
-    return tmp_path
+    return write_project(tmp_path, INSTALL_MD)
 
 
 @pytest.fixture

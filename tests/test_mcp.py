@@ -21,7 +21,7 @@ import annotate
 from annotate import mcp_server
 from annotate.mcp_server import TOOLS, build_server
 
-from .conftest import element_note, text_note
+from .conftest import element_note, text_note, write_project
 
 pytestmark = pytest.mark.anyio
 
@@ -57,9 +57,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: test\n")
-    (tmp_path / "docs" / "guide").mkdir(parents=True)
-    (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL_MD)
+    write_project(tmp_path, INSTALL_MD)
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nWelcome to the docs.\n")
     return tmp_path
 

@@ -17,7 +17,7 @@ import annotate
 from annotate import agents, setup
 from annotate.mcp_server import PROMPTS, build_server
 
-from .conftest import element_note, text_note
+from .conftest import element_note, text_note, write_project
 
 pytestmark = pytest.mark.anyio
 
@@ -39,10 +39,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: test\n")
-    (tmp_path / "docs" / "guide").mkdir(parents=True)
-    (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL_MD)
-    return tmp_path
+    return write_project(tmp_path, INSTALL_MD)
 
 
 @pytest.fixture
