@@ -27,7 +27,7 @@ from typing import Any
 
 from . import store as store_module
 from .errors import AnnotateError, ValidationError
-from .models import Annotation, PageNote, Review
+from .models import Annotation, PageNote, Review, Source
 from .project import find_project
 
 __all__ = ["MAX_BLOCKS", "Decision", "find_store", "stop", "unfinished"]
@@ -72,7 +72,8 @@ def unfinished(store: store_module.Store) -> list[tuple[Review, list[Annotation 
     for review in store.list_reviews():
         if review.picked_up_at is None:
             continue
-        left = [n for n in (*review.annotations, *review.page_notes) if n.status in WORK]
+        notes: list[Annotation | PageNote] = [*review.annotations, *review.page_notes]
+        left = [n for n in notes if n.status in WORK]
         if left:
             found.append((review, left))
     return found
@@ -92,6 +93,7 @@ def stop(payload: Any, project: str | os.PathLike[str] | None = None) -> Decisio
     session = payload.get("session_id") or ""
     if not isinstance(session, str):
         raise ValidationError(f"session_id must be a string, got {session!r}", "input")
+    db: Path | None
     if project is not None:
         if not Path(project).is_dir():
             raise ValidationError(f"Project folder {str(project)!r} does not exist", "project")
@@ -135,22 +137,23 @@ def _short(text: str | None, limit: int) -> str:
 
 
 def _where(item: Annotation | PageNote) -> str:
-    source = getattr(item, "source", None)
-    if source is not None and getattr(source, "line_start", None):
+    source = item.source
+    if isinstance(source, Source) and source.line_start:
         return source.lines
-    return getattr(source, "path", None) or item.page_url
+    return (source.path if source is not None else "") or item.page_url
 
 
 def _line(item: Annotation | PageNote) -> str:
+    quote: str | None = None
+    suggestion: str | None = None
     if isinstance(item, Annotation):
         kind = item.intent if item.type == "text" else f"element, {item.intent}"
+        quote, suggestion = item.selected_text, item.suggestion
     else:
         kind = "page note"
     if item.status == "in_progress":
         kind += ", in progress"
-    quote = getattr(item, "selected_text", None)
     quoted = f' "{_short(quote, 50)}"' if quote else ""
-    suggestion = getattr(item, "suggestion", None)
     suggested = f' (suggestion: "{_short(suggestion, 80)}")' if suggestion else ""
     return f"- {item.id} ({kind}) {_where(item)}{quoted}: {_short(item.note, 100)}{suggested}"
 

@@ -26,7 +26,7 @@ def _initial(db: sqlite_utils.Database) -> None:
         "addressed_at": str,
         "resolved_at": str,
     }
-    db["annotations"].create(
+    db.table("annotations").create(
         {
             "id": str,
             "type": str,
@@ -58,13 +58,13 @@ def _initial(db: sqlite_utils.Database) -> None:
         not_null={"type", "page_url", "note", "intent", "status", "anchor_state", "created_at"},
         defaults={"page_title": "", "anchor_state": "anchored"},
     )
-    db["page_notes"].create(
+    db.table("page_notes").create(
         {"id": str, "page_url": str, "page_title": str, "note": str, **item_status},
         pk="id",
         not_null={"page_url", "note", "status", "created_at"},
         defaults={"page_title": ""},
     )
-    db["replies"].create(
+    db.table("replies").create(
         {
             "id": str,
             "parent_id": str,
@@ -76,7 +76,7 @@ def _initial(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"parent_id", "role", "message", "created_at"},
     )
-    db["reviews"].create(
+    db.table("reviews").create(
         {
             "id": str,
             "mode": str,
@@ -93,21 +93,21 @@ def _initial(db: sqlite_utils.Database) -> None:
         "CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, "
         "kind TEXT NOT NULL, item_id TEXT NOT NULL, action TEXT NOT NULL, page_url TEXT)"
     )
-    db["annotations"].create_index(["page_url"])
-    db["annotations"].create_index(["status"])
-    db["annotations"].create_index(["review_id"])
-    db["annotations"].create_index(["source_path"])
-    db["page_notes"].create_index(["page_url"])
-    db["page_notes"].create_index(["review_id"])
-    db["replies"].create_index(["parent_id"])
+    db.table("annotations").create_index(["page_url"])
+    db.table("annotations").create_index(["status"])
+    db.table("annotations").create_index(["review_id"])
+    db.table("annotations").create_index(["source_path"])
+    db.table("page_notes").create_index(["page_url"])
+    db.table("page_notes").create_index(["review_id"])
+    db.table("replies").create_index(["parent_id"])
 
 
 def _page_sources(db: sqlite_utils.Database) -> None:
     # source_file: the page's Markdown file as last checked (its mtime is source_mtime), kept even
     # when the quote is not in it; source_path is set only where the quote was found.
-    db["annotations"].add_column("source_file", str)
+    db.table("annotations").add_column("source_file", str)
     # Page URL -> Markdown file (relative to the project), registered by the MkDocs plugin.
-    db["pages"].create(
+    db.table("pages").create(
         {"page_url": str, "src_path": str, "title": str, "updated_at": str}, pk="page_url"
     )
 
@@ -122,14 +122,14 @@ def _agent_loop(db: sqlite_utils.Database) -> None:
         ("original_line_end", int),
         ("original_excerpt", str),
     ):
-        db["annotations"].add_column(column, kind)
+        db.table("annotations").add_column(column, kind)
     db.execute(
         "UPDATE annotations SET original_path = source_path, original_line_start = "
         "source_line_start, original_line_end = source_line_end, original_excerpt = "
         "source_excerpt WHERE status = 'open' AND source_path IS NOT NULL"
     )
     # done_at: when the last note of the review was addressed or resolved (status `done`).
-    db["reviews"].add_column("done_at", str)
+    db.table("reviews").add_column("done_at", str)
     db.execute(
         "UPDATE reviews SET done_at = coalesce((SELECT max(coalesce(resolved_at, addressed_at)) "
         "FROM (SELECT resolved_at, addressed_at FROM annotations WHERE review_id = reviews.id "
@@ -146,15 +146,15 @@ def _agent_loop(db: sqlite_utils.Database) -> None:
 def _source_fidelity(db: sqlite_utils.Database) -> None:
     # Issue #13. Where the selection was on the page: inside <pre>/<code> (1/0) and which
     # occurrence of the quote among those of its kind, to tell a code example from its result.
-    db["annotations"].add_column("in_code", int)
-    db["annotations"].add_column("occurrence", int)
+    db.table("annotations").add_column("in_code", int)
+    db.table("annotations").add_column("occurrence", int)
     # Text a directive generated (mkdocstrings `::: pkg.mod`, mkdocs-click, macros): source_kind
     # 'generated' with the directive's lines, and the documented Python object when known.
-    db["annotations"].add_column("source_kind", str)
-    db["annotations"].add_column("source_object", str)
+    db.table("annotations").add_column("source_kind", str)
+    db.table("annotations").add_column("source_object", str)
     # Page URL -> the objects a page documents, as the build rendered them (JSON), recorded by
     # the MkDocs plugin: which object's docstring holds a quote.
-    db["pages"].add_column("generated", str)
+    db.table("pages").add_column("generated", str)
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from mkdocs.config import config_options as c
@@ -55,14 +56,14 @@ def _serve_frame() -> tuple[bool, Any] | None:
     to reach the dev server. The first build runs inside `commands.serve.serve`, whose locals hold
     both (MkDocs and ProperDocs 1.6).
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == "serve" and code.co_filename.endswith(
             os.path.join("commands", "serve.py")
         ):
             return bool(frame.f_locals.get("livereload")), frame.f_locals.get("server")
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None
 
 

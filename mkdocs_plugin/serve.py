@@ -64,7 +64,9 @@ class Endpoint:
             target=self.loop.run_forever, name="annotate-endpoint", daemon=True
         )
         self.thread.start()
-        self._wsgi = ASGIMiddleware(self._tracked, loop=self.loop)  # type: ignore[arg-type]
+        # a2wsgi types the ASGI scope and the WSGI environ as closed TypedDicts; Starlette's scope
+        # and wsgiref's environ are the open mappings the ASGI spec and PEP 3333 describe.
+        self._wsgi: WSGIApp = ASGIMiddleware(self._tracked, loop=self.loop)  # type: ignore[arg-type, assignment]
         self._active = 0
         self._idle = threading.Condition()
 

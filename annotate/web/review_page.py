@@ -207,7 +207,8 @@ def render(
 ) -> str:
     """The whole page; `annotations` and `notes` are every item, filtered here."""
     pages: dict[str, _Page] = {}
-    for item in [*notes, *annotations]:
+    items: list[Annotation | PageNote] = [*notes, *annotations]
+    for item in items:
         page = pages.setdefault(item.page_url, _Page(item.page_url))
         page.title = page.title or item.page_title
     for n in notes:
@@ -217,21 +218,21 @@ def render(
         if _matches(a, filters):
             pages[a.page_url].annotations.append(a)
     ordered = sorted(pages.values(), key=lambda p: p.url)
-    counts = _counts([*annotations, *notes])
+    counts = _counts(items)
     count_items = "".join(
         f'<li class="s-{s}">{counts[s]} {s.replace("_", " ")}</li>' for s in STATUSES
     )
     sections = []
     shown = 0
     for page in ordered:
-        n = len(page.notes) + len(page.annotations)
-        if not n:
+        size = len(page.notes) + len(page.annotations)
+        if not size:
             continue
-        shown += n
+        shown += size
         heading = _link(page.url, page.title or page.url)
         sections.append(
             f"<section><h2>{heading} <span class='url'>{escape(page.url)}</span> "
-            f"<span class='muted'>{n} note{'' if n == 1 else 's'}</span></h2>"
+            f"<span class='muted'>{size} note{'' if size == 1 else 's'}</span></h2>"
             + "".join(_page_note(x) for x in page.notes)
             + "".join(_annotation(x) for x in page.annotations)
             + "</section>"
