@@ -2,8 +2,8 @@
 
 Each surface translates them at its edge: the CLI prints the message and exits 1, the web app answers
 `{error, code}` with `http_status`, the MCP server returns `isError` with the message. Messages that an
-agent configured for astro-inline-review already knows keep that tool's exact wording
-(`seeds/003_8cb1700e38522664.txt`).
+agent configured for astro-inline-review already knows keep that tool's exact wording (docs/mcp.md;
+tests/test_mcp.py pins each text).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class ImportFormatError(ValidationError):
 
 
 class InvalidTransition(AnnotateError):
-    """A status change the lifecycle does not allow (SPEC §3 "Statuses")."""
+    """A status change the lifecycle does not allow (docs/workflow.md, "Statuses")."""
 
     code = "invalid_transition"
     http_status = 409

@@ -1,4 +1,4 @@
-"""The database schema and its forward migrations (SPEC §4).
+"""The database schema and its forward migrations (docs/storage.md).
 
 `MIGRATIONS[n]` brings a database from version n to n + 1. A migration runs inside the same
 `BEGIN IMMEDIATE` transaction that re-reads the version, so two processes opening an old file at
@@ -43,8 +43,9 @@ def _initial(db: sqlite_utils.Database) -> None:
             "position_end": int,
             "replaced_text": str,
             "element_selector": str,  # JSON object
-            # Where the note points in the Markdown source, and how sure we are (SPEC §5);
-            # source_mtime is the file's mtime at the last check, for lazy reconciliation.
+            # Where the note points in the Markdown source, and how sure we are
+            # (docs/data-model.md); source_mtime is the file's mtime at the last check, for lazy
+            # reconciliation.
             "source_path": str,
             "source_line_start": int,
             "source_line_end": int,
@@ -88,7 +89,7 @@ def _initial(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"mode", "created_at"},
     )
-    # The change feed: one row per mutation, read by `changes?since=N` (SPEC §6).
+    # The change feed: one row per mutation, read by `changes?since=N` (annotate/web/feed.py).
     db.execute(
         "CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, "
         "kind TEXT NOT NULL, item_id TEXT NOT NULL, action TEXT NOT NULL, page_url TEXT)"

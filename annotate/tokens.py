@@ -1,8 +1,8 @@
-"""The per-project token that every API request carries in `X-Annotate-Token` (SPEC §6).
+"""The per-project token that every API request carries in `X-Annotate-Token`.
 
 It lives in `<project>/.annotate/token`, readable by its owner only (0600), and is handed to the
 overlay inside the pages the server serves. A web page on another origin can neither read it nor
-guess it, so it cannot write to the store (seeds/002 "Localhost CSRF").
+guess it, so it cannot write to the store (docs/security.md).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def select_words(rng: random.Random, page: Page, line: int) -> dict[str, Any]:
 
 
 def new_annotation(rng: random.Random, pages: list[Page]) -> dict[str, Any]:
-    """A new text annotation on a paragraph of a random page (SPEC §3 JSON shape)."""
+    """A new text annotation on a paragraph of a random page (docs/data-model.md shape)."""
     page = rng.choice(pages)
     line = rng.randrange(3, len(page.lines) + 1, 2)  # paragraphs are on lines 3, 5, 7, …
     return {

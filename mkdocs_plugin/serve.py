@@ -4,7 +4,7 @@ Requests under `/__annotate/` go to the Starlette app (through a2wsgi, on an eve
 of its own); every other request goes to MkDocs' own app, and its HTML answers get the overlay
 injected at response time. Injecting there, not into the built files, keeps the token out of
 `site_dir`, survives `--dirty` (pages not rebuilt still get the current token) and leaves
-livereload's own injection alone (SPEC §6, issue #6).
+livereload's own injection alone (issue #6).
 
 The dev server is the standard library's `wsgiref`, which a2wsgi leaves some gaps in (issue #17):
 it refuses hop-by-hop headers such as `Connection: close`, it does not decode a chunked request

@@ -85,8 +85,9 @@ def seed(store: Store) -> dict[str, str]:
     return {"a": a.id, "p": p.id, "r": r.id}
 
 
-# The attacks store nothing, which each test checks, so they share one store and app (a store
-# per test made this module three times slower). The tests that write get a fresh one.
+# The attacks store nothing, which each test checks, so they share one store and app (opening one
+# for each of over a thousand cases would be most of the module's run). The tests that write get a
+# fresh one.
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Many writers on one database file: nothing lost, nothing half-written (issue #2, SPEC §4).
+"""Many writers on one database file: nothing lost, nothing half-written (issue #2,
+docs/storage.md).
 
 The dev server, the MCP server and the CLI write the same file at once. astro-inline-review's JSON file
 kept 31–35 of 200 records when two processes wrote 100 each; the store must keep every one.
@@ -27,7 +28,7 @@ OPS = 250
 SHARED = 3  # annotations every worker replies to, so writers also meet on the same rows
 REPLIES_EACH = 100
 
-# The legal moves of SPEC §3 "Statuses", and where each one leads.
+# The legal moves of docs/workflow.md, "Statuses", and where each one leads.
 LEGAL = {
     "open": ("set_in_progress", "address", "accept"),
     "in_progress": ("set_in_progress", "address", "accept"),
@@ -289,7 +290,7 @@ def test_no_lost_update_on_one_annotation(tmp_path: Path) -> None:
 def test_a_read_does_not_overwrite_a_newer_anchor(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # SPEC §4: no update may be lost, and reads reconcile anchors (SPEC §5), so reads write too:
+    # No update may be lost (docs/storage.md), and reads reconcile anchors, so reads write too:
     # a read that planned from rows older than another connection's commit must not write its plan.
     (tmp_path / "mkdocs.yml").write_text("site_name: Race\n")
     (tmp_path / "docs").mkdir()

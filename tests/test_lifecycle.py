@@ -1,4 +1,4 @@
-"""Status transitions (SPEC §3 "Statuses" table) and the reference's error texts."""
+"""Status transitions (docs/workflow.md, "Statuses") and the reference's error texts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The MCP server in memory, through the SDK's own client (issue #7, SPEC §7).
+"""The MCP server in memory, through the SDK's own client (issue #7, docs/mcp.md).
 
-Every tool, every error text of the reference (`seeds/003_8cb1700e38522664.txt`), `isError` on
+Every tool, every error text of the reference (astro-inline-review's MCP server), `isError` on
 failures, the reference's "Address all annotations" workflow, calls out of order, a corrupt store.
 """
 
@@ -358,7 +358,8 @@ async def test_update_annotation_target(project: Path, store: annotate.Store) ->
 
 
 async def test_address_all_annotations_workflow(project: Path, store: annotate.Store) -> None:
-    """seeds/003 "Address all annotations", with a real edit of the Markdown in between."""
+    """The reference's "Address all annotations" workflow, with a real edit of the Markdown in
+    between."""
     store.add_annotation(text_note(note="Say pipx"))
     store.add_annotation(
         text_note(
@@ -426,7 +427,7 @@ async def test_out_of_order_calls(project: Path, store: annotate.Store) -> None:
     a = store.add_annotation(text_note())
     b = store.add_annotation(text_note(note="Second"))
     async with tools(project) as t:
-        # The reference allows addressing without starting; a drop-in must too (SPEC §3).
+        # The reference allows addressing without starting; a drop-in must too (docs/workflow.md).
         assert (await t.ok("address_annotation", id=a.id))["status"] == "addressed"
         # Starting again after addressing is rework.
         rework = await t.ok("set_in_progress", id=a.id)

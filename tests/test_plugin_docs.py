@@ -1,4 +1,5 @@
-"""docs/configuration.md documents every plugin option, with its default (STYLE.md §10)."""
+"""docs/configuration.md documents every plugin option, with its default: a new option cannot go
+undocumented."""
 
 from __future__ import annotations
 

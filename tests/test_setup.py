@@ -1,5 +1,5 @@
 """`annotate setup`: idempotent, merges with the user's files, and `--uninstall` removes exactly
-what it wrote (issue #7, seeds/001 §8). HOME is a temp folder in every test."""
+what it wrote (issue #7, docs/agents.md). HOME is a temp folder in every test."""
 
 from __future__ import annotations
 

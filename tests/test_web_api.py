@@ -1,4 +1,4 @@
-"""Every route of the REST API through Starlette's TestClient (SPEC §6, issue #4)."""
+"""Every route of the REST API (docs/http-api.md) through Starlette's TestClient (issue #4)."""
 
 from __future__ import annotations
 
@@ -171,7 +171,8 @@ def test_reply_refusals(client: TestClient, store: Store) -> None:
     assert r.json() == {"error": 'Unknown field "mood" in reply', "code": "invalid"}
 
 
-# The status route's actions and the library calls behind them: the same SPEC §3 table applies.
+# The status route's actions and the library calls behind them: the same table of moves applies
+# (docs/workflow.md, "Statuses").
 ROUTE_ACTIONS = {
     "start": "set_in_progress",
     "address": "address_annotation",

@@ -1,5 +1,5 @@
-"""One error shape for every failure: exactly `{"error", "code"}` with the right status (SPEC §6),
-as datasette's tests/test_error_shape.py pins its own."""
+"""One error shape for every failure: exactly `{"error", "code"}` with the right status
+(docs/http-api.md), as datasette's tests/test_error_shape.py pins its own."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Attacks on the local server, each followed by a check that nothing was stored (issue #4).
 
 The threat: any web page the reviewer has open can send requests to 127.0.0.1, and notes are
-instructions a coding agent will follow (seeds/002 "Localhost CSRF").
+instructions a coding agent will follow (docs/security.md).
 """
 
 from __future__ import annotations

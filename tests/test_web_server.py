@@ -1,5 +1,6 @@
 """`annotate serve` for real: a uvicorn subprocess on a free port, a small site in tmp_path, and a
-write by another process that reaches a pending long-poll within 2 s (SPEC §6)."""
+write by another process that reaches a pending long-poll within 2 s (docs/overlay.md, "Live
+updates")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The web endpoint: the REST API, the review page, the overlay files and static sites (SPEC §6).
+"""The web endpoint: the REST API (docs/http-api.md), review page, overlay files and static sites.
 
 >>> from annotate.web import create_app
 >>> app = create_app(annotate.open("."), token=annotate.tokens.read_token("."))

@@ -1,4 +1,4 @@
-"""The long-poll behind `GET /__annotate/api/changes?since=N` (SPEC §6).
+"""The long-poll behind `GET /__annotate/api/changes?since=N` (docs/http-api.md).
 
 Writes come from other processes too (the MCP server, the CLI), so an in-process signal cannot be
 enough: waiting requests look at the database every `interval`. They share one cheap query (the
@@ -19,7 +19,7 @@ from ..store import Store
 __all__ = ["ChangeFeed"]
 
 DEFAULT_TIMEOUT = 25.0  # below the usual 30 s proxy and browser idle limits
-DEFAULT_INTERVAL = 0.15  # an agent's write shows within ~0.2 s, far inside the 2 s of SPEC §6
+DEFAULT_INTERVAL = 0.15  # a write shows well within docs/overlay.md's "a second or two"
 
 
 class ChangeFeed:

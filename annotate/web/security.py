@@ -1,9 +1,9 @@
-"""Who may talk to the server, and what they may send (SPEC §6, docs/security.md).
+"""Who may talk to the server, and what they may send (docs/security.md).
 
 A web page the reviewer happens to have open elsewhere can send requests to `127.0.0.1`: a "simple"
-cross-site POST (text/plain, no custom header) needs no CORS preflight, so the browser delivers it
-(seeds/002 "Localhost CSRF"). Through a DNS-rebinding name it can even read the answers. `Guard`
-refuses all of that before any route runs:
+cross-site POST (text/plain, no custom header) needs no CORS preflight, so the browser delivers it.
+Through a DNS-rebinding name it can even read the answers. `Guard` refuses all of that before any
+route runs (tests/test_attack_http.py plays each attack against every route):
 
 1. `Host` must be a loopback name or a host the user chose (`--host`): no DNS rebinding → 403;
 2. an `Origin` header, when present, must be the server's own origin → 403;
@@ -59,7 +59,7 @@ log = logging.getLogger("annotate.web")
 TOKEN_HEADER = "X-Annotate-Token"
 API_PREFIX = "/__annotate/api/"
 ANCHOR_PATH = API_PREFIX + "anchor"
-BODY_LIMIT = 1024 * 1024  # 1 MB (SPEC §6)
+BODY_LIMIT = 1024 * 1024  # 1 MB (docs/http-api.md, "Conventions")
 ANCHOR_BODY_LIMIT = 8 * 1024 * 1024  # the anchor route carries a whole page's text
 # After refusing a body, keep reading (and dropping) up to this much so that the client, still
 # sending, reads our 413 instead of a reset connection; beyond it the connection is closed.

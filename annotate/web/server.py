@@ -43,7 +43,7 @@ def extra_hosts(host: str) -> list[str]:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket, or a one-line error naming the port (SPEC §7: exit 1)."""
+    """A listening socket, or a one-line error naming the port (the CLI exits 1)."""
     try:
         infos = socket.getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
