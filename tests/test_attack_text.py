@@ -155,7 +155,8 @@ def test_cli_argument_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
 
 def _mcp(project: Path, lines: list[str]) -> list[dict[str, Any]]:
     """Send raw JSON-RPC lines to `annotate mcp` (the SDK's client cannot even encode a lone
-    surrogate) and read one answer per request, each within 10 s."""
+    surrogate) and read one answer per request. The wait is generous: a loaded CI machine can take
+    over 10 s to start the server, and only a missing answer is a failure."""
     answers = []
     with subprocess.Popen(
         [ANNOTATE, "mcp", "--project", str(project)],
@@ -176,7 +177,7 @@ def _mcp(project: Path, lines: list[str]) -> list[dict[str, Any]]:
                 proc.stdin.flush()
                 if '"id"' not in line:
                     continue
-                ready, _, _ = select.select([proc.stdout], [], [], 10.0)
+                ready, _, _ = select.select([proc.stdout], [], [], 60.0)
                 assert ready, f"no answer to {line}"
                 answers.append(json.loads(proc.stdout.readline()))
         finally:
