@@ -111,25 +111,22 @@ def site_config(project: str | os.PathLike[str]) -> SiteConfig:
                 return cached[1]
         except OSError:
             pass
-    read: list[Path] = []
-    raw = _read_toml(file) if file.suffix == ".toml" else _read_yaml(file, read)
-    if file.suffix == ".toml":
-        read.append(file)
+    # Each file's stamp is taken before it is read: a change while reading is seen next time.
+    stamps: list[tuple[str, int, int]] = []
+    raw = _read_toml(file, stamps) if file.suffix == ".toml" else _read_yaml(file, stamps)
     config = _settings(raw, file, folder)
-    try:
-        stamps = tuple(_stamp(p) for p in read)
-    except OSError:
-        return config  # changed while being read: not cached, read again next time
     if len(_CACHE) > 64:
         _CACHE.clear()
-    _CACHE[key] = (stamps, config)
+    _CACHE[key] = (tuple(stamps), config)
     return config
 
 
-def _text(file: Path) -> str:
+def _text(file: Path, stamps: list[tuple[str, int, int]]) -> str:
     try:
-        if file.stat().st_size > MAX_CONFIG_BYTES:
+        stamp = _stamp(file)
+        if stamp[2] > MAX_CONFIG_BYTES:
             raise ConfigError(file, f"it is over {MAX_CONFIG_BYTES // (1024 * 1024)} MB")
+        stamps.append(stamp)
         return file.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(file, f"it is not UTF-8 text (byte {e.start})") from None
@@ -137,9 +134,9 @@ def _text(file: Path) -> str:
         raise ConfigError(file, f"it cannot be read: {e.strerror or e}") from None
 
 
-def _read_toml(file: Path) -> dict[str, Any]:
+def _read_toml(file: Path, stamps: list[tuple[str, int, int]]) -> dict[str, Any]:
     try:
-        data = tomllib.loads(_text(file))
+        data = tomllib.loads(_text(file, stamps))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(file, f"it is not valid TOML: {e}") from None
     # Zensical reads the settings under [project], or the top level of a file without it.
@@ -182,14 +179,13 @@ _Loader.add_constructor("!ENV", _env)
 _Loader.add_multi_constructor("", _unknown)
 
 
-def _read_yaml(file: Path, read: list[Path]) -> dict[str, Any]:
+def _read_yaml(file: Path, stamps: list[tuple[str, int, int]]) -> dict[str, Any]:
     """The YAML config with its `INHERIT` parents merged under it, as MkDocs merges them."""
     chain: list[dict[str, Any]] = []
     current = file
     for _ in range(MAX_INHERIT + 1):
-        read.append(current)
         try:
-            data = yaml.load(_text(current), Loader=_Loader)  # a SafeLoader
+            data = yaml.load(_text(current, stamps), Loader=_Loader)  # a SafeLoader
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             place = f" at line {where.line + 1}, column {where.column + 1}" if where else ""

@@ -122,6 +122,14 @@ def test_a_changed_config_is_read_again(tmp_path: Path) -> None:
     assert site_config(tmp_path).docs_dir == "second"
 
 
+def test_a_changed_inherited_file_is_read_again(tmp_path: Path) -> None:
+    (tmp_path / "base.yml").write_text("site_name: Base\ndocs_dir: one\n")
+    (tmp_path / "mkdocs.yml").write_text("INHERIT: base.yml\n")
+    assert site_config(tmp_path).docs_dir == "one"
+    (tmp_path / "base.yml").write_text("site_name: Base\ndocs_dir: second\n")
+    assert site_config(tmp_path).docs_dir == "second"
+
+
 def test_mkdocs_tags_env_and_inherit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCS_FOLDER", "from-env")
     monkeypatch.delenv("NO_SUCH_VARIABLE", raising=False)
