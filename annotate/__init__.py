@@ -12,6 +12,7 @@ from .context import Context
 from .errors import (
     AnnotateError,
     AnnotationNotFound,
+    ConfigError,
     EmptyReplacedText,
     EmptyReply,
     ImportFormatError,
@@ -49,6 +50,7 @@ __all__ = [
     "AnnotateError",
     "Annotation",
     "AnnotationNotFound",
+    "ConfigError",
     "Context",
     "ElementSelector",
     "EmptyReplacedText",

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "AnnotateError",
     "AnnotationNotFound",
+    "ConfigError",
     "EmptyReplacedText",
     "EmptyReply",
     "ImportFormatError",
@@ -117,6 +118,17 @@ class ProjectNotFound(AnnotateError):
             "with --project PATH"
         )
         self.folder = folder
+
+
+class ConfigError(AnnotateError):
+    """The project's site config (zensical.toml, mkdocs.yml…) cannot be read (annotate/config.py)."""
+
+    code = "bad_config"
+    http_status = 409
+
+    def __init__(self, file: object, reason: str) -> None:
+        super().__init__(f"Cannot use the site config {file}: {reason}")
+        self.file = str(file)
 
 
 class ImportFormatError(ValidationError):

@@ -1,62 +1,39 @@
 """Which Markdown file a page URL was built from.
 
 The MkDocs plugin knows each page's `src_uri` and records it with `Store.register_pages`; that
-mapping wins. Without it (the CLI or MCP server on a project whose site was never served), the
-path is worked out from `mkdocs.yml` the way MkDocs builds URLs. Either way the path comes from the
-server side, never from a browser, and never leaves the project folder (SPEC §5).
+mapping wins. Without it (Zensical, `annotate serve`, the CLI or MCP server on a project whose site
+was never served with the plugin), the path is worked out from the project's site config
+(`zensical.toml`, `mkdocs.yml`…, read by annotate/config.py) the way MkDocs and Zensical build
+URLs. Either way the path comes from the server side, never from a browser, and never leaves the
+project folder (docs/security.md).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from .config import site_config
 
 __all__ = ["candidates", "docs_dir", "resolve_page", "safe_path", "site_url"]
 
-CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
-# Only the keys we need, read with a pattern: mkdocs.yml often holds `!!python/name:` tags that
-# a safe YAML loader refuses, and this module must not import MkDocs.
-_KEY = re.compile(
-    r"^(docs_dir|use_directory_urls|site_url)\s*:\s*(['\"]?)([^'\"#\n]*?)\2\s*(#.*)?$", re.M
-)
-
-
-# (config file, mtime, size) -> its keys: a listing resolves a page per page note, and reading
-# the file for each made listing 2,000 page notes ten times slower.
-_CONFIGS: dict[tuple[str, int, int], dict[str, str]] = {}
-
-
-def _config(project: Path) -> dict[str, str]:
-    for name in CONFIG_NAMES:
-        path = project / name
-        try:
-            st = path.stat()
-            key = (str(path), st.st_mtime_ns, st.st_size)
-            if key not in _CONFIGS:
-                text = path.read_text(encoding="utf-8")
-                if len(_CONFIGS) > 64:
-                    _CONFIGS.clear()
-                _CONFIGS[key] = {m.group(1): m.group(3).strip() for m in _KEY.finditer(text)}
-            return _CONFIGS[key]
-        except OSError:
-            continue
-    return {}
-
 
 def docs_dir(project: Path) -> str:
-    """The docs folder relative to the project (`docs` unless mkdocs.yml says otherwise)."""
-    return _config(project).get("docs_dir") or "docs"
+    """The docs folder relative to the project (`docs` unless the site config says otherwise)."""
+    return site_config(project).docs_dir
 
 
 def site_url(project: Path) -> str | None:
-    """mkdocs.yml's `site_url`, whose path is where `mkdocs serve` serves the site."""
-    return _config(project).get("site_url") or None
+    """The config's `site_url`, whose path is where a dev server serves the site."""
+    return site_config(project).site_url
 
 
 def candidates(page_url: str, *, directory_urls: bool = True) -> list[str]:
-    """Source paths (relative to docs_dir) that MkDocs could have built `page_url` from."""
-    path = page_url.split("?", 1)[0].split("#", 1)[0].strip("/")
+    """Source paths (relative to docs_dir) that MkDocs or Zensical could have built `page_url`
+    from."""
+    path = page_url.split("?", 1)[0].split("#", 1)[0]
+    folder = path.endswith("/")
+    path = path.strip("/")
     if path.endswith(".html"):
         stem = path[: -len(".html")]
         if stem == "index" or stem.endswith("/index"):
@@ -67,6 +44,8 @@ def candidates(page_url: str, *, directory_urls: bool = True) -> list[str]:
         return ["index.md", "README.md"]
     if directory_urls:
         return [f"{path}.md", f"{path}/index.md", f"{path}/README.md"]
+    if folder:  # a server answers a folder with its index.html
+        return [f"{path}/index.md", f"{path}/README.md"]
     return [f"{path}.md"]
 
 
@@ -74,7 +53,7 @@ def safe_path(project: Path, relative: str) -> Path | None:
     """`project / relative`, symlinks resolved, if it stays inside the project; else None.
 
     Refuses empty, absolute and drive paths, backslashes, NUL, `..` parts, symlink loops and
-    symlinks that lead out (SPEC §5: no path outside the project is ever read).
+    symlinks that lead out: no path outside the project is ever read (docs/security.md).
     """
     if not relative or "\0" in relative or "\\" in relative:
         return None
@@ -92,12 +71,19 @@ def safe_path(project: Path, relative: str) -> Path | None:
 
 
 def resolve_page(project: Path, page_url: str) -> str | None:
-    """The existing Markdown file, relative to the project in POSIX form, or None."""
-    config = _config(project)
-    folder = config.get("docs_dir") or "docs"
-    directory_urls = config.get("use_directory_urls", "true").lower() not in ("false", "no", "off")
-    for candidate in candidates(page_url, directory_urls=directory_urls):
-        relative = str(PurePosixPath(folder) / candidate)
+    """The existing Markdown file, relative to the project in POSIX form, or None.
+
+    `page_url` may carry the sub-path of `site_url` (a dev server serves the site under it) or
+    not (`annotate serve site/` serves it at the root). Raises `ConfigError` when the project's
+    site config cannot be read.
+    """
+    config = site_config(project)
+    path = page_url.split("?", 1)[0].split("#", 1)[0]
+    base = config.site_path
+    if base != "/" and (path + "/").startswith(base):
+        path = "/" + path[len(base) :]
+    for candidate in candidates(path, directory_urls=config.use_directory_urls):
+        relative = str(PurePosixPath(config.docs_dir) / candidate)
         # A plain stat first: resolving symlinks (safe_path) costs ten times more, and most
         # candidates do not exist.
         if not os.path.isfile(os.path.join(project, relative)):

@@ -1,10 +1,11 @@
 """Which project a command works on: found upwards from a folder, as git finds its repository.
 
-A project is the nearest folder, from the start folder upwards, holding one of `CONFIG_FILES`. Its
-store is `<project>/.annotate/annotations.db`, beside the config file and so never inside
-`docs_dir` (docs/architecture.md, "Why the database lives outside watched paths"). Started in
-`docs/` or any folder below the project, every command finds the same store; started outside any
-project, it says so instead of creating an empty store where nobody looks (issue #14).
+A project is the nearest folder, from the start folder upwards, holding one of `CONFIG_FILES`
+(`zensical.toml`, `mkdocs.yml`, `mkdocs.yaml`, `properdocs.yml`; annotate/config.py). Its store
+is `<project>/.annotate/annotations.db`, beside the config file and so never inside `docs_dir`
+(docs/architecture.md, "Why the database lives outside watched paths"). Started in `docs/` or any
+folder below the project, every command finds the same store; started outside any project, it
+says so instead of creating an empty store where nobody looks (issue #14).
 """
 
 from __future__ import annotations
@@ -12,21 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .config import CONFIG_FILES, config_file
 from .errors import ProjectNotFound, ValidationError
 
 __all__ = ["CONFIG_FILES", "config_file", "find_project"]
-
-# MkDocs (both spellings), ProperDocs and Zensical.
-CONFIG_FILES = ("mkdocs.yml", "mkdocs.yaml", "properdocs.yml", "zensical.toml")
-
-
-def config_file(folder: Path) -> Path | None:
-    """The project config file directly in `folder`, if there is one."""
-    for name in CONFIG_FILES:
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _upwards(start: Path) -> Path | None:

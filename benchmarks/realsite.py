@@ -1,7 +1,7 @@
 """Source fidelity on a real MkDocs site (issue #13): every note on the right lines, through edits.
 
     .venv/bin/python benchmarks/realsite.py SITE_DIR [--config mkdocs.yml] [--mkdocs PATH]
-        [--per-kind 2] [--max-pages 80]
+        [--per-kind 2] [--max-pages 80] [--generator zensical --zensical PATH]
 
 SITE_DIR is a checkout of someone else's documentation (never committed here). The site is copied
 to a temp folder, the `annotate` plugin is added to its config, and `mkdocs serve` (from
@@ -23,6 +23,11 @@ each page stay untouched with edits around them), the site rebuilds, each page i
 
 "right" lines hold the independently found first and last lines of the quote and at most two
 more; "exact" are exactly those lines.
+
+With `--generator zensical` the site is built by `zensical build` (from `--zensical`, a
+virtualenv with Zensical and the Markdown extensions the site names) instead, without the plugin
+(Zensical runs none): the built `site/` is served by `annotate serve`, each page's Markdown file
+comes from the site config (annotate/config.py), and after the edits the site is built again.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ from _machine import describe
 from playwright.sync_api import Page, Route, sync_playwright
 
 import annotate
+import annotate.config
+import annotate.pages
 
 KINDS = (
     "paragraph",
@@ -955,6 +962,104 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
     )
 
 
+# -- Zensical mode (--generator zensical) ----------------------------------------------------------
+
+_MISSING_TEMPLATE = re.compile(r"non-existing template \"(\.icons/[^\"]+)\"")
+
+
+def zensical_build(zensical: str, work: Path, config: str, timeout: float) -> None:
+    """`zensical build` of the copy. A theme icon the site takes from Material's own package
+    (Material's docs use their logo as `icon.logo`) is missing from Zensical's theme: it is copied
+    from the checkout into the site's `custom_dir`, once, and the build tried again."""
+    for attempt in range(2):
+        done = subprocess.run(
+            [zensical, "build", "--clean", "-f", config],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode == 0:
+            return
+        missing = _MISSING_TEMPLATE.search(done.stderr)
+        custom = re.search(r"^\s*custom_dir:\s*(\S+)", (work / config).read_text(), re.M)
+        found = []
+        if missing:
+            name = missing.group(1)
+            found = [f for f in work.rglob(Path(name).name) if f.as_posix().endswith(name)]
+        if attempt or not (missing and custom and found):
+            raise SystemExit(f"zensical build failed:\n{done.stderr[-2000:]}")
+        target = work / custom.group(1) / missing.group(1)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(found[0], target)
+        print(
+            f"note: copied {found[0].relative_to(work)} to {target.relative_to(work)}",
+            file=sys.stderr,
+        )
+
+
+def zensical_pages(work: Path) -> dict[str, str]:
+    """{page URL under `annotate serve site/`: its Markdown file}, for every built page whose
+    file the site config finds (annotate/pages.py, what the tool uses without the plugin)."""
+    config = annotate.config.site_config(work)
+    site = work / config.site_dir
+    out: dict[str, str] = {}
+    for html in sorted(site.rglob("*.html")):
+        relative = html.relative_to(site).as_posix()
+        if relative == "404.html":
+            continue
+        url = "/" + (
+            relative.removesuffix("index.html") if relative.endswith("index.html") else relative
+        )
+        source = annotate.pages.resolve_page(work, url)
+        if source is not None:
+            out[url] = source
+    return out
+
+
+def run_zensical(args: argparse.Namespace, site: Path, commit: str) -> None:
+    """The benchmark with the site built by Zensical and served by `annotate serve`."""
+    annotate_bin = str(Path(sys.executable).parent / "annotate")
+    with tempfile.TemporaryDirectory(prefix="realsite-") as tmp:
+        work = Path(tmp) / "site"
+        shutil.copytree(
+            site, work, ignore=shutil.ignore_patterns(".git", "node_modules", "site", ".annotate")
+        )
+        zensical_build(args.zensical, work, args.config, args.timeout)
+        site_dir = work / annotate.config.site_config(work).site_dir
+        port = free_port()
+        log = Path(tmp) / "serve.log"
+        server = subprocess.Popen(
+            [annotate_bin, "serve", str(site_dir), "--project", str(work), "--port", str(port)],
+            cwd=work,
+            stdout=subprocess.DEVNULL,
+            stderr=open(log, "w"),  # noqa: SIM115
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(base + "/__annotate/health", args.timeout)
+            pages = zensical_pages(work)
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                context.set_default_timeout(15000)
+                session = Session(context.new_page(), base, work)
+                passages = collect(session, pages, args.per_kind, args.max_pages)
+                plan_edits(passages)
+                written = apply_edits(work, passages)
+                zensical_build(args.zensical, work, args.config, args.timeout)
+                check_after(session, passages, written)
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        report(passages, f"{site.name} (built by Zensical)", commit)
+        if args.json:
+            args.json.write_text(
+                json.dumps([p.__dict__ for p in passages], indent=1, default=str), encoding="utf-8"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site", type=Path, help="a checkout of a public MkDocs site")
@@ -964,6 +1069,13 @@ def main() -> None:
     parser.add_argument("--max-pages", type=int, default=80)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for a build")
     parser.add_argument("--json", type=Path, help="also write the passages here")
+    parser.add_argument(
+        "--generator",
+        choices=("mkdocs", "zensical"),
+        default="mkdocs",
+        help="build with `mkdocs serve` and the plugin (default) or `zensical build`",
+    )
+    parser.add_argument("--zensical", default="zensical", help="the zensical executable")
     args = parser.parse_args()
     site = args.site.resolve()
     commit = (
@@ -972,6 +1084,9 @@ def main() -> None:
         ).stdout.strip()
         or "unknown commit"
     )
+    if args.generator == "zensical":
+        run_zensical(args, site, commit)
+        return
     with tempfile.TemporaryDirectory(prefix="realsite-") as tmp:
         work = Path(tmp) / "site"
         config = copy_site(site, work, args.config)

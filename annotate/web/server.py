@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from ..config import site_config
 from ..errors import ValidationError
 from ..store import open as open_store
 from ..tokens import TokenFile
@@ -94,6 +95,7 @@ def serve(
             f"{str(site)!r} is not a folder: give the built site, e.g. `annotate serve site/`",
             "DIR",
         )
+    site_config(project)  # a broken config is reported now, not on the first page's note
     store = open_store(project)
     token = TokenFile(project)
     sock = bind(host, port)
