@@ -166,7 +166,8 @@ def _env(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     for name in names:
         if isinstance(name, str) and name in os.environ:
             value = os.environ[name]
-            tag = loader.resolve(yaml.ScalarNode, value, (True, False))
+            # The stubs leave Resolver.resolve untyped; it returns the implicit tag.
+            tag = loader.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
             return loader.construct_object(yaml.ScalarNode(tag, value))
     return default
 
