@@ -26,9 +26,9 @@ const API = cfg.api || "/__annotate/api/";
 const TOKEN_HEADER = cfg.tokenHeader || "X-Annotate-Token";
 const READ_ONLY = !!cfg.readOnly;
 const HOST_ID = "annotate-host";
-const CONTEXT = 32; // characters of prefix and suffix kept with a quote (SPEC §5)
+const CONTEXT = 32; // characters of prefix and suffix kept with a quote (docs/data-model.md)
 const MAX_QUOTE = 10000;
-// Content roots, first match wins (SPEC §5); `contentSelector` from the config comes first.
+// Content roots, first match wins (docs/configuration.md); `contentSelector` from the config comes first.
 const ROOTS = [cfg.contentSelector, "article.md-content__inner", "main", "[role=main]", "body"];
 // Never part of the page text: the overlay, heading permalinks, code-copy and edit buttons.
 const SKIP =
@@ -75,7 +75,7 @@ function h(tag, props, ...kids) {
   }
   el.append(...shown(kids));
   // After the children: a <select>'s options must be there.
-  if (props && props.value != null) el.value = props.value;
+  if (props?.value != null) el.value = props.value;
   return el;
 }
 const field = (id, label, el) => h("div", { class: "field" }, h("label", { for: id, text: label }), el);

@@ -70,6 +70,6 @@ function findElement(sel) {
   if (el && !host.contains(el)) return el;
   return safely(() => {
     const r = document.evaluate(sel.xpath, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null);
-    return r.singleNodeValue && r.singleNodeValue.nodeType === 1 ? r.singleNodeValue : null;
+    return r.singleNodeValue?.nodeType === 1 ? r.singleNodeValue : null;
   });
 }

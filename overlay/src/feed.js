@@ -73,7 +73,7 @@ function restoreOnce() {
   if (restored) return;
   restored = true;
   const focus = session.get("focus");
-  if (focus && focus.page === S.page) {
+  if (focus?.page === S.page) {
     session.set("focus", null);
     const item = [...S.items, ...S.notes].find((x) => x.id === focus.id);
     if (item) show(item);

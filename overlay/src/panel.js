@@ -37,7 +37,7 @@ function located(item) {
   if (item.type === "element") return !!findElement(item.elementSelector);
   if (item.type === "text") {
     const at = S.anchors.get(item.id);
-    return !!(at && at.start != null);
+    return at?.start != null;
   }
   return true;
 }
@@ -111,8 +111,7 @@ function itemView(item, here) {
         h("span", { class: "who", text: "Markdown change" }),
         was.excerpt === item.source.excerpt ? "none" : wordDiff(was.excerpt, item.source.excerpt)
       ),
-    item.replies &&
-      item.replies.length > 0 &&
+    item.replies?.length > 0 &&
       h(
         "ol",
         { class: "thread", "aria-label": "Replies" },
@@ -442,17 +441,16 @@ function renderList() {
       pages.get(x.pageUrl).push(x);
     }
     for (const [url, notes] of [...pages].sort((p, q) => p[0].localeCompare(q[0]))) {
-      const title = notes.find((x) => x.pageTitle);
-      groups.push([[url, title ? title.pageTitle : url], draw(notes), false]);
+      groups.push([[url, notes.find((x) => x.pageTitle)?.pageTitle || url], draw(notes), false]);
     }
   }
   const old = rows;
   rows = new Map();
   for (const [, notes, here] of groups)
     for (const x of notes) {
-      const sig = JSON.stringify([x, S.page, S.forms[x.id] && S.forms[x.id].kind, x.id === S.active, located(x), here]);
+      const sig = JSON.stringify([x, S.page, S.forms[x.id]?.kind, x.id === S.active, located(x), here]);
       const li = old.get(x.id);
-      rows.set(x.id, li && li.sig === sig ? li : Object.assign(itemView(x, here), { sig }));
+      rows.set(x.id, li?.sig === sig ? li : Object.assign(itemView(x, here), { sig }));
     }
   const now = JSON.stringify([S.tab, S.loaded, left, groups.map(([head, notes]) => [head, notes.map((x) => x.id)])]);
   if (now === layout) {
@@ -507,6 +505,6 @@ function keepFocus(redraw) {
   const target = again || panel.querySelector("textarea[data-focus], .confirm .danger");
   if (target) {
     target.focus();
-    if (caret && again && "selectionStart" in target) target.setSelectionRange(...caret);
+    if (caret && again) target.setSelectionRange(...caret); // the same field: it has a caret too
   }
 }

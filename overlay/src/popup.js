@@ -151,12 +151,12 @@ async function save(draft, error) {
     popup.querySelector(`#annotate-${missing}`).focus();
     return;
   }
+  const t = draft.target;
   try {
     let item;
     if (draft.id) {
       item = await api("PATCH", `annotations/${draft.id}`, body);
     } else {
-      const t = draft.target;
       Object.assign(body, { pageUrl: S.page, pageTitle: document.title, author: cfg.author });
       if (t.kind === "element") {
         Object.assign(body, { type: "element", elementSelector: t.element });
@@ -171,9 +171,9 @@ async function save(draft, error) {
         });
       }
       item = await api("POST", "annotations", body);
-      if (t.kind === "text" && intact(t)) S.anchors.set(item.id, { start: t.start, end: t.end, map: textMap() });
     }
-    upsert(item);
+    // A new text note is where it was selected, until the server has located it.
+    upsert(item, !draft.id && t.kind === "text" && intact(t) && { start: t.start, end: t.end, map: textMap() });
     closePopup(true);
     document.getSelection().removeAllRanges();
     live.textContent = draft.id ? "Note saved" : "Note added";
@@ -188,7 +188,7 @@ async function remove(item) {
   await act("Deleting", async () => {
     await api("DELETE", route(item));
     drop(item.id);
-    if (popupAt && popupAt.id === item.id) closePopup(true);
+    if (popupAt?.id === item.id) closePopup(true);
     setForm(item.id, null);
     live.textContent = "Note deleted";
     sync();

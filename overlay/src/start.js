@@ -9,7 +9,7 @@ function onKey(e) {
   if (e.key === "Escape") {
     if (typing && !inside) return; // the page's own field (e.g. search) keeps its Escape
     if (inside && popup.contains(target) && !popup.hidden) closePopup(true);
-    else if (inside && panel.contains(target) && Object.keys(S.forms).length) {
+    else if (inside && panel.contains(target) && Object.values(S.forms).some(Boolean)) {
       set("forms", { forms: {} });
       panel.querySelector('[aria-selected="true"]').focus();
     } else if (!popup.hidden) closePopup(true);
@@ -26,7 +26,7 @@ function onKey(e) {
     if (popupAt) popup.querySelector(".primary").click();
     return;
   }
-  if (typing) return; // shortcuts never fire while typing (SPEC §6)
+  if (typing) return; // shortcuts never fire while typing (docs/overlay.md)
   if ((e.ctrlKey || e.metaKey) && e.shiftKey && (e.code === "Period" || e.key === ">" || e.key === ".")) {
     e.preventDefault();
     setPanel(!S.open);

@@ -54,11 +54,7 @@ function set(events, patch) {
 }
 
 // The panel's form for one note (null closes it).
-const setForm = (id, form) => {
-  const forms = { ...S.forms, [id]: form };
-  if (!form) delete forms[id];
-  set("forms", { forms });
-};
+const setForm = (id, form) => set("forms", { forms: { ...S.forms, [id]: form } });
 
 // A note saved or deleted here: in this page's lists and in the all-pages list.
 const put = (list, item) => {
@@ -66,7 +62,8 @@ const put = (list, item) => {
   if (i < 0) list.push(item);
   else list[i] = item;
 };
-function upsert(item) {
+function upsert(item, anchor) {
+  if (anchor) S.anchors.set(item.id, anchor);
   if (item.pageUrl === S.page) put(item.type ? S.items : S.notes, item);
   if (S.all) put(S.all[item.type ? "annotations" : "pageNotes"], item);
   set("notes", { writes: S.writes + 1 });

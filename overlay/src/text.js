@@ -1,4 +1,4 @@
-// -- page text (SPEC §5)
+// -- page text (what it holds and leaves out: docs/configuration.md)
 
 function contentRoot() {
   // A bad contentSelector falls through to the defaults.
