@@ -264,10 +264,12 @@ def overlay_asset(overlay: Path, name: str) -> OverlayAsset | None:
     else:
         return None
     try:
-        key = tuple((p, p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+        stats = [p.stat() for p in paths]
     except OSError:
         return None
-    return _asset(name, key)
+    return _asset(
+        name, tuple((p, s.st_mtime_ns, s.st_size) for p, s in zip(paths, stats, strict=True))
+    )
 
 
 def join_overlay(paths: Iterable[Path]) -> str:
@@ -280,15 +282,18 @@ def join_overlay(paths: Iterable[Path]) -> str:
 
 
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
-_CSS_SPACE = re.compile(r"\s*([{};,>])\s*|\s+")
+_CSS_SPACE = re.compile(r"\s*([{};,>~/])\s*|\s+")
+_CSS_QUOTED = re.compile(r'\[([-\w]+)="([-\w]+)"\]')
 
 
 def minify_css(text: str) -> str:
     """`text` without comments and without the spaces CSS does not need (our own stylesheets:
-    no strings or `url()` holding these characters)."""
+    no strings or `url()` holding these characters; `+` and `-` keep their spaces, which `calc()`
+    needs)."""
     text = _CSS_COMMENT.sub("", text)
     text = _CSS_SPACE.sub(lambda m: m[1] or " ", text)
     text = re.sub(r"([{;]\s*[-\w]+):\s+", r"\1:", text)
+    text = _CSS_QUOTED.sub(r"[\1=\2]", text)  # [role="tab"]: a name needs no quotes
     return text.replace(";}", "}").replace(" !important", "!important").strip()
 
 

@@ -281,7 +281,7 @@ async function copyMarkdown() {
       area.select();
       const ok = document.execCommand("copy");
       area.remove();
-      if (!ok) throw new ApiError("the browser refused access to the clipboard");
+      if (!ok) throw new Error("the browser refused access to the clipboard");
     }
     toast("Copied as Markdown");
   });
@@ -416,12 +416,22 @@ function renderSend() {
   reviewStatus.textContent = status;
 }
 
+// `parent`'s children become `nodes`, in order, moving only what changed place: a row that stays
+// keeps its focus and caret, and a press on one of its buttons its click.
+function patch(parent, nodes) {
+  for (const c of [...parent.children]) if (!nodes.includes(c)) c.remove();
+  nodes.forEach((node, i) => {
+    if (parent.children[i] !== node) parent.insertBefore(node, parent.children[i]);
+  });
+}
+
 // The list: the first S.drawn notes in the order shown, the rest behind "Show more". A note's
-// row is drawn again only when what it shows changed (its data, its form, active, located); when
-// the same notes are listed in the same groups, the others stay as they are (a reply typed in
-// one, a press on a button in one), else the list is laid out again from the rows.
+// row is drawn again only when what it shows changed (its data, its form, active, located); the
+// rows, the groups' headings and "Show more" that stay are left where they are (patch).
 let rows = new Map(); // id -> its <li>, with .sig: what it shows
-let layout = "";
+const groupEls = new Map(); // a group's heading -> [<h3>, <ul>]
+const more = button("", () => view({ drawn: S.drawn + LIST_STEP }), "more", { id: "annotate-more" });
+const empty = h("p", { class: "empty" });
 function renderList() {
   let room = S.drawn;
   let left = 0;
@@ -446,43 +456,32 @@ function renderList() {
   }
   const old = rows;
   rows = new Map();
-  for (const [, notes, here] of groups)
-    for (const x of notes) {
-      const sig = JSON.stringify([x, S.page, S.forms[x.id]?.kind, x.id === S.active, located(x), here]);
-      const li = old.get(x.id);
-      rows.set(x.id, li?.sig === sig ? li : Object.assign(itemView(x, here), { sig }));
-    }
-  const now = JSON.stringify([S.tab, S.loaded, left, groups.map(([head, notes]) => [head, notes.map((x) => x.id)])]);
-  if (now === layout) {
-    for (const [id, li] of rows) if (old.get(id) !== li) old.get(id).replaceWith(li);
-    return;
-  }
-  layout = now;
-  list.replaceChildren();
-  for (const [head, notes] of groups) {
+  const kids = [];
+  for (const [head, notes, here] of groups) {
     if (!notes.length) continue;
-    const title =
-      typeof head === "string" ? head : [h("a", { href: head[0], text: head[1] }), " ", h("code", { text: head[0] })];
-    list.append(
-      h("h3", {}, title),
-      h(
-        "ul",
-        {},
-        notes.map((x) => rows.get(x.id))
-      )
-    );
+    const key = String(head);
+    if (!groupEls.has(key)) {
+      const title =
+        typeof head === "string" ? head : [h("a", { href: head[0], text: head[1] }), " ", h("code", { text: head[0] })];
+      groupEls.set(key, [h("h3", {}, title), h("ul")]);
+    }
+    const [h3, ul] = groupEls.get(key);
+    const lis = notes.map((x) => {
+      const sig = JSON.stringify([x, S.page, S.forms[x.id]?.kind, x.id === S.active, located(x), here]);
+      let li = old.get(x.id);
+      if (li?.sig !== sig) li = Object.assign(itemView(x, here), { sig });
+      rows.set(x.id, li);
+      return li;
+    });
+    patch(ul, lis);
+    kids.push(h3, ul);
   }
-  if (left)
-    list.append(
-      button(
-        `Show ${Math.min(left, LIST_STEP)} more (${left} not shown)`,
-        () => view({ drawn: S.drawn + LIST_STEP }),
-        "more",
-        { id: "annotate-more" }
-      )
-    );
-  if (!list.childElementCount)
-    list.append(h("p", { class: "empty", text: S.loaded ? "No notes here yet." : "Loading…" }));
+  if (left) {
+    more.textContent = `Show ${Math.min(left, LIST_STEP)} more (${left} not shown)`;
+    kids.push(more);
+  }
+  empty.textContent = S.loaded ? "No notes here yet." : "Loading…";
+  patch(list, kids.length ? kids : [empty]);
 }
 
 // The panel's regions draw only while it is open; opening it draws them all.
@@ -496,15 +495,12 @@ on("panel reviews", () => S.open && renderSend());
 // from the page or the popup.
 function keepFocus(redraw) {
   const focused = root.activeElement;
-  const key = focused && (focused.id || focused.getAttribute("data-focus"));
-  const caret = focused && "selectionStart" in focused ? [focused.selectionStart, focused.selectionEnd] : null;
-  const inPanel = focused && panel.contains(focused);
+  if (!panel.contains(focused)) return redraw();
+  const { id, selectionStart, selectionEnd } = focused;
+  const key = id || focused.getAttribute("data-focus");
   redraw();
-  if (!inPanel || focused.isConnected) return;
+  if (focused.isConnected) return;
   const again = key && panel.querySelector(`#${CSS.escape(key)},[data-focus="${CSS.escape(key)}"]`);
-  const target = again || panel.querySelector("textarea[data-focus], .confirm .danger");
-  if (target) {
-    target.focus();
-    if (caret && again) target.setSelectionRange(...caret); // the same field: it has a caret too
-  }
+  (again || panel.querySelector("textarea[data-focus], .confirm .danger"))?.focus();
+  if (again && selectionStart != null) again.setSelectionRange(selectionStart, selectionEnd);
 }

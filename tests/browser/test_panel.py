@@ -8,6 +8,7 @@ from playwright.sync_api import Page, expect
 import annotate
 
 from .conftest import Server, annotate_selection, highlighted, notes_in_store, open_page
+from .test_robustness import annotate_in_store
 
 
 def panel(page: Page):
@@ -309,3 +310,23 @@ def test_a_live_reply_redraws_only_its_note(page: Page, plain_server: Server) ->
     expect(page.get_by_role("tab", name="This page (1)")).to_be_visible()
     # Accepted: resolved notes are not listed by default.
     assert [a.note for a in notes_in_store(plain_server.project)] == ["Second."]
+
+
+def test_a_press_survives_a_live_update_that_adds_a_note(page: Page, plain_server: Server) -> None:
+    """A note arriving lays the list out again around the rows that did not change: a button held
+    down in one of them meanwhile still gets its click."""
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "First.")
+    open_panel(page)
+    first = panel(page).locator("li.item", has_text="First.")
+    reply = first.get_by_role("button", name="Reply")
+    target = reply.bounding_box()
+    assert target is not None
+    page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2)
+    page.mouse.down()
+    annotate_in_store(plain_server, "Written by the agent meanwhile.")
+    expect(panel(page)).to_contain_text("Written by the agent meanwhile.")
+    page.mouse.up()
+    expect(first.get_by_label("Reply")).to_be_focused()
+    # Nothing the overlay declares is a global of the page: its sources share one closure.
+    assert page.evaluate("[typeof S, typeof set, typeof h, typeof SHADOW_CSS]") == ["undefined"] * 4
