@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/overlay.py [--runs 15]
 
-Size: `overlay/annotate.js` and `annotate.css`, raw and gzipped (level 9), as written and as the
-server sends them (the JavaScript minified by rjsmin, gzipped),
+Size: the overlay's sources (`overlay/src/`) and `annotate.css`, raw and gzipped (level 9), as
+written and as the server sends them (`annotate.js` joined from the sources and minified by rjsmin,
+the stylesheet minified, both gzipped),
 against astro-inline-review's client (100 KB raw, 20 KB gzip) and the targets of issue #5.
 
 Paint: a temp MkDocs (Material) project with copies of one long page (1,000 paragraphs, ~220 kB of
@@ -40,7 +41,7 @@ from _machine import describe
 from playwright.sync_api import Browser, sync_playwright
 
 import annotate
-from annotate.web.static import overlay_asset
+from annotate.web.static import OVERLAY_SOURCES, SHADOW_CSS, overlay_asset
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERLAY = ROOT / "overlay"
@@ -54,13 +55,17 @@ TARGET_PAINT_MS = 150.0  # at 500 annotations
 
 
 def sizes() -> list[tuple[str, int, int]]:
-    """(file, raw, gzip) of the source files, then as `annotate serve` sends them (minified)."""
-    rows = []
+    """(file, raw, gzip) of the sources, then as `annotate serve` sends them (joined, minified)."""
+    src = OVERLAY / "src"
+    script = b"".join((src / n).read_bytes() for n in (SHADOW_CSS, *OVERLAY_SOURCES))
+    page_css = (OVERLAY / "annotate.css").read_bytes()
+    rows = [
+        (f"src/*.js, src/{SHADOW_CSS} (source)", len(script), len(gzip.compress(script, 9))),
+        ("annotate.css (source)", len(page_css), len(gzip.compress(page_css, 9))),
+    ]
     for name in ("annotate.js", "annotate.css"):
-        data = (OVERLAY / name).read_bytes()
-        rows.append((f"{name} (source)", len(data), len(gzip.compress(data, 9))))
-    for name in ("annotate.js", "annotate.css"):
-        asset = overlay_asset(OVERLAY / name)
+        asset = overlay_asset(OVERLAY, name)
+        assert asset is not None
         rows.append((f"{name} (served)", len(asset.body), len(asset.gzipped)))
     rows.append(("total served", sum(r[1] for r in rows[2:]), sum(r[2] for r in rows[2:])))
     return rows

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from annotate.store import Store
 from annotate.web import app as web_app
 from annotate.web import create_app, inject
-from annotate.web.static import find_overlay_dir
+from annotate.web.static import OVERLAY_SOURCES, find_overlay_dir
 
 from .conftest import element_note, text_note
 
@@ -122,41 +122,50 @@ def test_inject_works_on_bytes_in_any_case() -> None:
 # -- overlay files ------------------------------------------------------------------------------
 
 
+def write_overlay(root: Path, script: str, css: str = ":host{}") -> Path:
+    """An overlay folder: `script` as its last source file, the others empty."""
+    src = root / "overlay" / "src"
+    src.mkdir(parents=True)
+    for name in OVERLAY_SOURCES:
+        (src / name).write_text("")
+    (src / OVERLAY_SOURCES[-1]).write_text(script)
+    (src / "shadow.css").write_text(css)
+    (root / "overlay" / "annotate.css").write_text("::highlight(annotate) {\n  color: red;\n}\n")
+    return root / "overlay"
+
+
 def test_overlay_files(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    (overlay / "annotate.js").write_text("// a comment\nconsole.log( 'hi' ) ;\n")
-    (overlay / "annotate.css").write_text(":host{}")
+    overlay = write_overlay(
+        tmp_path, "// a comment\nconsole.log( 'hi' ) ;\n", ".a {\n  color: red;\n}\n"
+    )
     monkeypatch.setattr(web_app, "find_overlay_dir", lambda: overlay)
     client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
     r = client.get("/__annotate/overlay/annotate.js", headers={"Accept-Encoding": "identity"})
     assert r.headers["content-type"].startswith("text/javascript")
     assert "content-encoding" not in r.headers
-    assert r.text == "console.log('hi');"  # minified
+    # The sources joined in one closure after the shadow stylesheet, minified.
+    assert r.text == '(()=>{"use strict";const SHADOW_CSS=".a{color:red}";console.log(\'hi\');})();'
     assert r.headers["cache-control"] == "no-cache"
-    assert (
-        client.get("/__annotate/overlay/annotate.css")
-        .headers["content-type"]
-        .startswith("text/css")
-    )
-    r = client.get("/__annotate/overlay/missing.js")
-    assert (r.status_code, r.json()["code"]) == (404, "not_found")
+    css = client.get("/__annotate/overlay/annotate.css")
+    assert css.headers["content-type"].startswith("text/css")
+    assert css.text == "::highlight(annotate){color:red}"
+    for missing in ("missing.js", "src/start.js", "README.md"):
+        r = client.get(f"/__annotate/overlay/{missing}")
+        assert (r.status_code, r.json()["code"]) == (404, "not_found")
 
 
 def test_overlay_files_are_gzipped_and_revalidated(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    script = overlay / "annotate.js"
-    script.write_text("const greeting = 'hello';\n" * 200)
+    overlay = write_overlay(tmp_path, "const greeting = 'hello';\n" * 200)
+    script = overlay / "src" / OVERLAY_SOURCES[-1]
     monkeypatch.setattr(web_app, "find_overlay_dir", lambda: overlay)
     client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
     url = "/__annotate/overlay/annotate.js"
     r = client.get(url, headers={"Accept-Encoding": "gzip, deflate"})
     assert (r.headers["content-encoding"], r.headers["vary"]) == ("gzip", "Accept-Encoding")
     assert int(r.headers["content-length"]) < 200  # sent compressed
-    assert r.text == "const greeting='hello';" * 200  # httpx unpacks it
+    assert "const greeting='hello';" * 200 in r.text  # httpx unpacks it
     assert (
         client.get(url, headers={"Accept-Encoding": "gzip;q=0"}).headers.get("content-encoding")
         is None
@@ -164,22 +173,25 @@ def test_overlay_files_are_gzipped_and_revalidated(
     etag = r.headers["etag"]
     again = client.get(url, headers={"If-None-Match": etag})
     assert (again.status_code, again.content) == (304, b"")
-    # A new version of the file is served at once, under a new ETag.
+    # A new version of a source file is served at once, under a new ETag.
     script.write_text("const greeting = 'bye';\n")
     newer = client.get(url, headers={"If-None-Match": etag})
-    assert (newer.status_code, newer.text) == (200, "const greeting='bye';")
+    assert newer.status_code == 200 and "const greeting='bye';" in newer.text
     assert newer.headers["etag"] != etag
 
 
-def test_the_served_overlay_is_the_minified_source(store: Store) -> None:
+def test_the_served_overlay_is_the_minified_sources(store: Store) -> None:
     client = TestClient(create_app(store, token=TOKEN), base_url=BASE)
-    source = (find_overlay_dir() / "annotate.js").read_text()
+    src = find_overlay_dir() / "src"
+    sources = "".join((src / name).read_text() for name in OVERLAY_SOURCES)
     served = client.get("/__annotate/overlay/annotate.js").text
-    assert len(served) < 0.8 * len(source)
+    assert len(served) < 0.8 * len(sources)
     # No comment is left, and every string the overlay shows is: e.g. the panel's labels.
-    assert "// -- state" in source and "// -- state" not in served
+    assert "// -- state" in sources and "// -- state" not in served
     for label in ("Add page note", "Copy as Markdown", "Send to agent", "Review panel"):
         assert label in served
+    # One closure: nothing the sources declare becomes a global of the page.
+    assert served.startswith("(()=>{") and served.endswith("})();")
 
 
 def test_overlay_folder_is_found_in_a_checkout() -> None:

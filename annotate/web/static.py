@@ -3,6 +3,8 @@
 `annotate serve DIR` works for any static site (MkDocs `site/`, Sphinx, Hugo…): every HTML answer
 gets, before its last `</body>`, the overlay's configuration (token, API base) as a JSON data block
 and the overlay's `<script>` and stylesheet. The MkDocs plugin reuses `overlay_snippet` and `inject`.
+The overlay's script is joined here from its sources (`overlay/src/`), minified and gzipped: users
+run no build step.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ from .responses import NOT_FOUND, error_response
 __all__ = [
     "CONFIG_ID",
     "FRAME_HEADERS",
+    "OVERLAY_SOURCES",
     "OVERLAY_URL",
     "OverlayAsset",
     "SiteFiles",
     "find_overlay_dir",
     "inject",
+    "join_overlay",
+    "minify_css",
     "overlay_asset",
     "overlay_snippet",
     "safe_file",
@@ -220,7 +225,7 @@ class SiteFiles:
 
 
 class OverlayAsset(NamedTuple):
-    """One overlay file as served: minified (JavaScript), gzipped, and its ETag."""
+    """One overlay file as served: minified, gzipped, and its ETag."""
 
     body: bytes
     gzipped: bytes
@@ -228,19 +233,80 @@ class OverlayAsset(NamedTuple):
     media_type: str
 
 
-def overlay_asset(path: Path) -> OverlayAsset:
-    """The overlay file at `path` as served, made again when the file changes."""
-    stat = path.stat()
-    return _asset(path, stat.st_mtime_ns, stat.st_size)
+# The overlay's script, in the order it is joined: each file is one concern, and a file only uses
+# at load time what an earlier one defines (functions are hoisted; `const`s are not). The shadow
+# root's stylesheet comes first, as the string SHADOW_CSS.
+OVERLAY_SOURCES = (
+    "base.js",
+    "api.js",
+    "text.js",
+    "elements.js",
+    "state.js",
+    "shell.js",
+    "highlights.js",
+    "popup.js",
+    "panel.js",
+    "feed.js",
+    "start.js",
+)
+SHADOW_CSS = "shadow.css"
+
+
+def overlay_asset(overlay: Path, name: str) -> OverlayAsset | None:
+    """The overlay file `name` (`annotate.js` or `annotate.css`) as served, None for another name.
+
+    Made again when one of its sources changes (their paths, times and sizes are the cache key).
+    """
+    if name == "annotate.js":
+        paths = [overlay / "src" / n for n in (SHADOW_CSS, *OVERLAY_SOURCES)]
+    elif name == "annotate.css":
+        paths = [overlay / name]
+    else:
+        return None
+    try:
+        stats = [p.stat() for p in paths]
+    except OSError:
+        return None
+    return _asset(
+        name, tuple((p, s.st_mtime_ns, s.st_size) for p, s in zip(paths, stats, strict=True))
+    )
+
+
+def join_overlay(paths: Iterable[Path]) -> str:
+    """The overlay's script: the shadow stylesheet and the sources in one closure (an IIFE), so
+    nothing it declares reaches the page's globals."""
+    css, *scripts = paths
+    parts = [f"const SHADOW_CSS = {json.dumps(minify_css(css.read_text('utf-8')))};"]
+    parts += [p.read_text("utf-8") for p in scripts]
+    return '(() => {\n"use strict";\n' + "\n".join(parts) + "\n})();\n"
+
+
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_CSS_SPACE = re.compile(r"\s*([{};,>~/])\s*|\s+")
+_CSS_QUOTED = re.compile(r'\[([-\w]+)="([-\w]+)"\]')
+
+
+def minify_css(text: str) -> str:
+    """`text` without comments and without the spaces CSS does not need (our own stylesheets:
+    no strings or `url()` holding these characters; `+` and `-` keep their spaces, which `calc()`
+    needs)."""
+    text = _CSS_COMMENT.sub("", text)
+    text = _CSS_SPACE.sub(lambda m: m[1] or " ", text)
+    text = re.sub(r"([{;]\s*[-\w]+):\s+", r"\1:", text)
+    text = _CSS_QUOTED.sub(r"[\1=\2]", text)  # [role="tab"]: a name needs no quotes
+    return text.replace(";}", "}").replace(" !important", "!important").strip()
 
 
 @lru_cache(maxsize=8)
-def _asset(path: Path, mtime_ns: int, size: int) -> OverlayAsset:
-    body = path.read_bytes()
-    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+def _asset(name: str, key: tuple[tuple[Path, int, int], ...]) -> OverlayAsset:
+    paths = [p for p, _, _ in key]
+    media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
     if media_type == "text/javascript":
         # Comments and indentation are a fifth of the gzipped size (benchmarks/overlay.py).
-        body = rjsmin.jsmin(body.decode("utf-8"), keep_bang_comments=True).encode("utf-8")
+        text = rjsmin.jsmin(join_overlay(paths), keep_bang_comments=True)
+    else:
+        text = minify_css(paths[0].read_text("utf-8"))
+    body = text.encode("utf-8")
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     return OverlayAsset(body, gzip.compress(body, 9, mtime=0), etag, media_type)
 
@@ -264,10 +330,9 @@ class OverlayFiles:
 
     async def handle(self, request: Request) -> Response:
         name = request.path_params.get("path", "")
-        full = safe_file(self.root, name) if self.root else None
-        if full is None or not full.is_file():
+        asset = overlay_asset(self.root, name) if self.root else None
+        if asset is None:
             return error_response(404, NOT_FOUND, f"No overlay file {name!r}")
-        asset = overlay_asset(full)
         headers = {
             "Cache-Control": "no-cache",
             "ETag": asset.etag,

@@ -8,6 +8,7 @@ from playwright.sync_api import Page, expect
 import annotate
 
 from .conftest import Server, annotate_selection, highlighted, notes_in_store, open_page
+from .test_robustness import annotate_in_store
 
 
 def panel(page: Page):
@@ -268,3 +269,64 @@ def test_a_long_list_is_drawn_a_hundred_notes_at_a_time(page: Page, plain_server
     expect(items.first).to_contain_text("Remark number 240.")
     panel(page).get_by_label("Search notes").fill("Remark")
     expect(items).to_have_count(100)
+
+
+def test_a_live_reply_redraws_only_its_note(page: Page, plain_server: Server) -> None:
+    """A reply arriving for one note while the reviewer types in another note's reply box: only the
+    changed note's row is drawn again, so the typed text, the focus and the caret stay; a button
+    held down in an unchanged row meanwhile still gets its click."""
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "First.")
+    annotate_selection(page, "unique sentence", "Second.")
+    open_panel(page)
+    first = panel(page).locator("li.item", has_text="First.")
+    second = panel(page).locator("li.item", has_text="Second.")
+    expect(second).to_be_visible()
+    first.get_by_role("button", name="Reply").click()
+    box = first.get_by_label("Reply")
+    expect(box).to_be_focused()
+    page.keyboard.type("half a thou")
+    first.evaluate("li => { li.dataset.mark = 'kept'; }")
+    [b] = [a for a in notes_in_store(plain_server.project) if a.note == "Second."]
+    with annotate.open(plain_server.project) as store:
+        store.add_agent_reply(b.id, "Reworded it.")
+    expect(second).to_contain_text("Reworded it.")
+    expect(box).to_be_focused()
+    expect(first).to_have_attribute("data-mark", "kept")  # the same row: not drawn again
+    page.keyboard.type("ght")
+    expect(box).to_have_value("half a thought")
+
+    # A press on First's Accept while Second changes again: the click is not lost.
+    first.get_by_role("button", name="Cancel").click()
+    accept = first.get_by_role("button", name="Accept")
+    target = accept.bounding_box()
+    assert target is not None
+    page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2)
+    page.mouse.down()
+    with annotate.open(plain_server.project) as store:
+        store.add_agent_reply(b.id, "And again.")
+    expect(second).to_contain_text("And again.")
+    page.mouse.up()
+    expect(page.get_by_role("tab", name="This page (1)")).to_be_visible()
+    # Accepted: resolved notes are not listed by default.
+    assert [a.note for a in notes_in_store(plain_server.project)] == ["Second."]
+
+
+def test_a_press_survives_a_live_update_that_adds_a_note(page: Page, plain_server: Server) -> None:
+    """A note arriving lays the list out again around the rows that did not change: a button held
+    down in one of them meanwhile still gets its click."""
+    open_page(page, plain_server.url)
+    annotate_selection(page, "unique sentence", "First.")
+    open_panel(page)
+    first = panel(page).locator("li.item", has_text="First.")
+    reply = first.get_by_role("button", name="Reply")
+    target = reply.bounding_box()
+    assert target is not None
+    page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2)
+    page.mouse.down()
+    annotate_in_store(plain_server, "Written by the agent meanwhile.")
+    expect(panel(page)).to_contain_text("Written by the agent meanwhile.")
+    page.mouse.up()
+    expect(first.get_by_label("Reply")).to_be_focused()
+    # Nothing the overlay declares is a global of the page: its sources share one closure.
+    assert page.evaluate("[typeof S, typeof set, typeof h, typeof SHADOW_CSS]") == ["undefined"] * 4

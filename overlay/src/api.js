@@ -1,0 +1,25 @@
+// -- the API
+
+// A failed call throws an Error whose message the toasts show: the server's `error` and the status.
+async function api(method, path, body, signal) {
+  const init = { method, headers: { [TOKEN_HEADER]: cfg.token }, cache: "no-store", signal };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(API + path, init);
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    throw new Error("Cannot reach the annotate server");
+  }
+  if (res.status === 204) return null;
+  const json = (res.headers.get("content-type") || "").includes("json");
+  const data = await (json ? res.json() : res.text()).catch(() => null);
+  if (!res.ok) {
+    const why = data?.error ? data.error : `HTTP ${res.status}`;
+    throw new Error(`${why} (${res.status})`);
+  }
+  return data;
+}

@@ -1,0 +1,208 @@
+// -- the popup
+
+let popupAt = null; // {target: {kind, ...}, item?} the popup is for
+let returnFocus = null;
+
+function hideAdder() {
+  adder.hidden = true;
+}
+
+let adderTarget = null;
+function placeAdder() {
+  const sel = document.getSelection();
+  if (!sel?.rangeCount) return hideAdder();
+  const rects = sel.getRangeAt(0).getClientRects();
+  const last = rects[rects.length - 1] || sel.getRangeAt(0).getBoundingClientRect();
+  adder.style.top = clamp(last.bottom + 6, 4, innerHeight - 40) + "px";
+  adder.style.left = clamp(last.right - 40, 4, innerWidth - 110) + "px";
+}
+
+function maybeShowAdder() {
+  if (READ_ONLY || !popup.hidden) return;
+  adderTarget = selectionTarget();
+  if (!adderTarget) return hideAdder();
+  adder.hidden = false;
+  placeAdder();
+}
+
+function openPopupFromSelection() {
+  const t = adderTarget || selectionTarget();
+  hideAdder();
+  if (!t) return;
+  if (t.exact.length > MAX_QUOTE) {
+    toast(`The selection is too long: at most ${MAX_QUOTE.toLocaleString()} characters`, true);
+    return;
+  }
+  openPopup({ target: { kind: "text", ...t } });
+}
+
+// draft: {target, note, intent, suggestion, id (when editing)}
+function openPopup(draft) {
+  if (READ_ONLY) return;
+  if (!popup.hidden) closePopup(false);
+  const active = document.activeElement;
+  returnFocus = active && active !== document.body && active !== host ? active : null;
+  popupAt = draft;
+  const t = draft.target;
+  const editing = !!draft.id;
+  const intent = h(
+    "select",
+    { id: "annotate-intent", value: draft.intent || "comment" },
+    INTENTS.map(([v, label]) => h("option", { value: v, text: label }))
+  );
+  const suggestion = h("textarea", { id: "annotate-suggestion", rows: 2, value: draft.suggestion || "" });
+  const note = h("textarea", {
+    id: "annotate-note",
+    rows: 3,
+    placeholder: "What should change?",
+    value: draft.note || ""
+  });
+  const suggestionRow = field("annotate-suggestion", "Suggestion", suggestion);
+  const error = h("p", { class: "error", role: "alert" });
+  const saveDraft = () => {
+    suggestionRow.hidden = !(intent.value === "replace" || intent.value === "insert");
+    Object.assign(draft, { note: note.value, intent: intent.value, suggestion: suggestion.value });
+    session.set("draft:" + S.page, draft);
+  };
+  popup.oninput = popup.onchange = saveDraft;
+  const row = h(
+    "div",
+    { class: "row" },
+    button("Save", () => save(draft, error), "primary"),
+    button("Cancel", () => closePopup(true)),
+    editing &&
+      button("Delete", () => {
+        row.replaceChildren(...confirmDelete(draft.item, () => closePopup(true)));
+        row.querySelector(".danger").focus();
+      })
+  );
+  const preview = t.kind === "element" ? t.element.description : t.exact;
+  popup.setAttribute("aria-label", editing ? "Edit note" : "New note");
+  popup.replaceChildren(
+    ...shown([
+      h("blockquote", { class: "preview" + (t.kind === "element" ? " element" : "") }, short(preview, 200)),
+      field("annotate-intent", "Intent", intent),
+      suggestionRow,
+      field("annotate-note", "Note", note),
+      error,
+      row
+    ])
+  );
+  popup.hidden = false;
+  saveDraft();
+  placePopup();
+  (suggestionRow.hidden || draft.suggestion ? note : suggestion).focus();
+}
+
+const intact = (t) => textMap().text.slice(t.start, t.end) === t.exact;
+
+function targetRect() {
+  const t = popupAt.target;
+  // A new note's draft (perhaps restored after a reload) only if the text is still there.
+  return (
+    t.kind === "element"
+      ? findElement(t.element)
+      : popupAt.id
+        ? textRange(popupAt)
+        : intact(t)
+          ? rangeOf(textMap(), t.start, t.end)
+          : null
+  )?.getBoundingClientRect();
+}
+
+// Below the target, above when there is no room, always inside the viewport.
+function placePopup() {
+  const rect = targetRect();
+  const w = popup.offsetWidth;
+  const hgt = popup.offsetHeight;
+  let top;
+  let left;
+  if (!rect) {
+    top = (innerHeight - hgt) / 3;
+    left = (innerWidth - w) / 2;
+  } else {
+    top = rect.bottom + 8;
+    if (top + hgt > innerHeight - 8 && rect.top - hgt - 8 >= 8) top = rect.top - hgt - 8;
+    left = rect.left;
+  }
+  popup.style.top = clamp(top, 8, Math.max(8, innerHeight - hgt - 8)) + "px";
+  popup.style.left = clamp(left, 8, Math.max(8, innerWidth - w - 8)) + "px";
+}
+
+function closePopup(restoreFocus, keepDraft) {
+  if (popup.hidden) return;
+  popup.hidden = true;
+  popup.replaceChildren();
+  popupAt = null;
+  if (!keepDraft) session.set("draft:" + S.page, null);
+  if (restoreFocus && returnFocus?.isConnected) returnFocus.focus();
+  returnFocus = null;
+}
+
+async function save(draft, error) {
+  const intent = draft.intent || "comment";
+  const body = { note: draft.note || "", intent };
+  if (intent === "replace" || intent === "insert") body.suggestion = draft.suggestion || "";
+  error.textContent = "";
+  // The server refuses these too; asking first spares a failed request.
+  const missing = intent === "comment" ? !body.note.trim() && "note" : body.suggestion === "" && "suggestion";
+  if (missing) {
+    error.textContent = missing === "note" ? "Write a note first." : "Write the suggested text first.";
+    popup.querySelector(`#annotate-${missing}`).focus();
+    return;
+  }
+  const t = draft.target;
+  try {
+    let item;
+    if (draft.id) {
+      item = await api("PATCH", `annotations/${draft.id}`, body);
+    } else {
+      Object.assign(body, { pageUrl: S.page, pageTitle: document.title, author: cfg.author });
+      if (t.kind === "element") {
+        Object.assign(body, { type: "element", elementSelector: t.element });
+      } else {
+        Object.assign(body, {
+          type: "text",
+          selectedText: t.exact,
+          quote: { exact: t.exact, prefix: t.prefix, suffix: t.suffix },
+          position: { start: t.start, end: t.end },
+          inCode: t.inCode,
+          occurrence: t.occurrence
+        });
+      }
+      item = await api("POST", "annotations", body);
+    }
+    // A new text note is where it was selected, until the server has located it.
+    upsert(item, !draft.id && t.kind === "text" && intact(t) && { start: t.start, end: t.end, map: textMap() });
+    closePopup(true);
+    document.getSelection().removeAllRanges();
+    live.textContent = draft.id ? "Note saved" : "Note added";
+    sync();
+  } catch (e) {
+    error.textContent = `Could not save: ${e.message}`;
+    toast(`Saving failed: ${e.message}`, true);
+  }
+}
+
+async function remove(item) {
+  await act("Deleting", async () => {
+    await api("DELETE", route(item));
+    drop(item.id);
+    if (popupAt?.id === item.id) closePopup(true);
+    setForm(item.id, null);
+    live.textContent = "Note deleted";
+    sync();
+  });
+}
+
+function editItem(item) {
+  if (!item.type) {
+    setForm(item.id, { kind: "edit", text: item.note });
+    return;
+  }
+  const target =
+    item.type === "element"
+      ? { kind: "element", element: item.elementSelector }
+      : { kind: "text", exact: item.selectedText };
+  openPopup({ id: item.id, item, target, note: item.note, intent: item.intent, suggestion: item.suggestion || "" });
+}

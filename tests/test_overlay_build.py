@@ -1,0 +1,65 @@
+"""The overlay as served: joined from `overlay/src/` in a checkout and in the installed wheel's
+layout, every source in the join list, and its size against the budget."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from annotate.web.static import OVERLAY_SOURCES, SHADOW_CSS, find_overlay_dir, overlay_asset
+
+ROOT = Path(__file__).resolve().parent.parent
+# The most the overlay may weigh as sent (script and stylesheet, gzipped; issue #5's target):
+# benchmarks/overlay.py prints the same numbers.
+GZIP_BUDGET = 15_000
+
+
+def test_every_source_is_joined() -> None:
+    src = find_overlay_dir() / "src"
+    assert sorted(p.name for p in src.glob("*.js")) == sorted(OVERLAY_SOURCES)
+    assert (src / SHADOW_CSS).is_file()
+
+
+def test_the_overlay_fits_its_size_budget() -> None:
+    overlay = find_overlay_dir()
+    sent = [overlay_asset(overlay, name) for name in ("annotate.js", "annotate.css")]
+    assert all(sent)
+    assert sum(len(a.gzipped) for a in sent if a) <= GZIP_BUDGET
+
+
+def test_the_installed_layout_serves_the_joined_overlay(tmp_path: Path) -> None:
+    """The wheel's layout, made as pyproject.toml says (its packages, and `force-include`d
+    `overlay/` as `annotate/overlay/`): the overlay is found there and served joined."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    # Read with regular expressions: tomllib is Python 3.11+, and these two entries are simple.
+    wheel = pyproject.split("[tool.hatch.build.targets.wheel]\n", 1)[1].split("\n\n", 1)[0]
+    packages = re.findall(r'"([^"]+)"', re.search(r"packages = \[(.*?)\]", wheel)[1])
+    included = pyproject.split("[tool.hatch.build.targets.wheel.force-include]\n", 1)[1]
+    included = dict(re.findall(r'^"([^"]+)" = "([^"]+)"$', included.split("\n\n", 1)[0], re.M))
+    assert packages and included == {"overlay": "annotate/overlay"}
+    site = tmp_path / "site-packages"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for package in packages:
+        shutil.copytree(ROOT / package, site / package, ignore=ignore)
+    for source, target in included.items():
+        shutil.copytree(ROOT / source, site / target, ignore=ignore)
+    code = (
+        "from annotate.web.static import find_overlay_dir, overlay_asset\n"
+        "overlay = find_overlay_dir()\n"
+        "print(overlay)\n"
+        "print(overlay_asset(overlay, 'annotate.js').body.decode())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    where, script = out.split("\n", 1)
+    assert Path(where) == site / "annotate" / "overlay"
+    assert script.startswith("(()=>{") and "Add page note" in script
