@@ -496,7 +496,9 @@ def test_command_starts_the_server_and_ctrl_c_stops_both(tmp_path: Path) -> None
         assert response.status == 200
         assert_injected(body, tmp_path)
         children = subprocess.run(
-            ["pgrep", "-f", f"http.server [0-9]+ --bind 127.0.0.1 --directory {site}"], capture_output=True, text=True
+            ["pgrep", "-f", f"http.server [0-9]+ --bind 127.0.0.1 --directory {site}"],
+            capture_output=True,
+            text=True,
         ).stdout.split()
         assert len(children) == 1
     finally:
