@@ -110,9 +110,13 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     """Ctrl+C to the dev server (its whole process group), then harder if it does not stop."""
     if process.poll() is not None:
         return
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+    killpg = getattr(os, "killpg", None)
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
+            if killpg is None:  # Windows: no process groups to signal
+                process.terminate()
+            else:
+                killpg(process.pid, sig)
         try:
             process.wait(STOP_WAIT)
             return
@@ -152,7 +156,7 @@ def run(
             try:
                 # Its own process group: Ctrl+C reaches it once, from us, after the proxy stops
                 # taking requests, and nothing it starts outlives it.
-                process = subprocess.Popen(args, start_new_session=True)
+                process = subprocess.Popen(args, start_new_session=os.name == "posix")
             except OSError as e:
                 raise ValidationError(
                     f"Cannot start {args[0]!r}: {e.strerror or e}", "CMD"

@@ -304,7 +304,7 @@ class Proxy:
             try:
                 conn = self.idle.pop() if pooled else await self._connect()
             except UpstreamGone as e:
-                await self._unreachable(scope, receive, send, str(e))
+                await _bad_gateway(scope, send, str(e))
                 return
             try:
                 conn.writer.write(head)
@@ -320,7 +320,7 @@ class Proxy:
                 conn.close()
                 if pooled:
                     continue
-                await self._unreachable(scope, receive, send, str(e))
+                await _bad_gateway(scope, send, str(e))
                 return
             break
         try:
@@ -463,9 +463,6 @@ class Proxy:
                         break
             out.append((name, value))
         return out
-
-    async def _unreachable(self, scope: Scope, receive: Receive, send: Send, why: str) -> None:
-        await _bad_gateway(scope, send, why)
 
     # -- WebSocket --------------------------------------------------------------------------
 
