@@ -195,7 +195,7 @@ def _serve(
     proxy = Proxy(
         upstream,
         app,
-        lambda: overlay_snippet(token(), read_only=read_only, version=__version__),
+        lambda: overlay_snippet(token(), read_only=read_only, version=__version__, pinned=True),
         token=token,
         allowed_hosts=extra_hosts(host),
     )

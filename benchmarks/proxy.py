@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/proxy.py [--runs 15]
 
 A temp Zensical project (Material-style theme, instant navigation on by default) with one long page
-(300 paragraphs). `zensical serve` runs on a free loopback port, `annotate proxy --upstream` in
+(60 paragraphs). `zensical serve` runs on a free loopback port, `annotate proxy --upstream` in
 front of it, each in a subprocess.
 
 - Page load: Debian's Chromium loads the page `--runs` times from each (alternating, one browser
@@ -45,7 +45,7 @@ from annotate.proxy import parse_upstream
 
 ZENSICAL = Path(sys.executable).parent / "zensical"
 SEED = 15
-PARAGRAPHS = 300
+PARAGRAPHS = 60
 
 
 def make_project(root: Path) -> None:

@@ -242,6 +242,20 @@ def test_html_page_gets_overlay_and_its_length(proxy: tuple[int, Path]) -> None:
     assert response.headers["X-Frame-Options"] == "SAMEORIGIN"
 
 
+def test_overlay_files_are_pinned_and_cached_for_good(proxy: tuple[int, Path]) -> None:
+    # A warm page load then asks nothing for them: the overlay does not hold back `load`.
+    port, _ = proxy
+    _, body = get(port, "/page", HTML)
+    urls = re.findall(rb'"(/__annotate/overlay/annotate\.(?:js|css)\?v=[0-9a-f]{32})"', body)
+    assert len(urls) == 2
+    for url in urls:
+        response, data = get(port, url.decode())
+        assert response.status == 200 and data
+        assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    stale = urls[0].decode().split("?")[0] + "?v=0123"
+    assert get(port, stale)[0].headers["Cache-Control"] == "no-cache"
+
+
 @pytest.mark.parametrize("path", ["/gz", "/chunked"])
 def test_gzip_and_chunked_pages_are_decoded_and_injected(
     proxy: tuple[int, Path], path: str
