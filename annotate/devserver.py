@@ -150,9 +150,16 @@ def run(
     process: subprocess.Popen[bytes] | None = None
     try:
         if command:
-            upstream_host = "127.0.0.1"
-            args, address = dev_command(command, free_port(upstream_host), upstream_host)
-            upstream = parse_upstream(upstream_url or address, allow_remote=allow_remote_upstream)
+            if upstream_url:
+                # The user says where CMD listens: only its placeholders are filled in.
+                upstream = parse_upstream(upstream_url, allow_remote=allow_remote_upstream)
+                args = [
+                    a.replace("{port}", str(upstream.port)).replace("{host}", upstream.host)
+                    for a in command
+                ]
+            else:
+                args, address = dev_command(command, free_port(), "127.0.0.1")
+                upstream = parse_upstream(address, allow_remote=allow_remote_upstream)
             try:
                 # Its own process group: Ctrl+C reaches it once, from us, after the proxy stops
                 # taking requests, and nothing it starts outlives it.

@@ -524,6 +524,25 @@ def test_command_starts_the_server_and_ctrl_c_stops_both(tmp_path: Path) -> None
     assert not Path(f"/proc/{children[0]}").exists(), "the dev server outlived the proxy"
 
 
+def test_command_with_upstream_is_run_as_given(tmp_path: Path) -> None:
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+    (tmp_path / "index.html").write_bytes(PAGE)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        upstream = probe.getsockname()[1]
+    proc, port = start_proxy(
+        ["--upstream", f"127.0.0.1:{upstream}", "--", sys.executable, "-m", "http.server",
+         "{port}", "--bind", "127.0.0.1", "--directory", str(tmp_path)],
+        tmp_path,
+    )  # fmt: skip
+    try:
+        response, body = get(port, "/", HTML)
+        assert response.status == 200
+        assert_injected(body, tmp_path)
+    finally:
+        stop(proc)
+
+
 def test_command_that_fails_reports_it(tmp_path: Path) -> None:
     (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
     done = subprocess.run(
