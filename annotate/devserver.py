@@ -124,6 +124,25 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _stop_on_signals(server: object) -> None:
+    """SIGTERM and SIGHUP stop the proxy as Ctrl+C does, so the dev server is stopped too.
+
+    uvicorn re-raises the SIGTERM it handled once it has stopped; with the default handler that
+    would end the process before it stops the dev server (which, in its own process group, would
+    live on). SIGHUP (the terminal closed) is not uvicorn's at all.
+    """
+
+    def interrupt(sig: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(
+            signal.SIGHUP,
+            lambda sig, frame: server.handle_exit(signal.SIGINT, frame),  # type: ignore[attr-defined]
+        )
+
+
 def run(
     command: Sequence[str] = (),
     *,
@@ -244,6 +263,7 @@ def _serve(
             f"Warning: listening on {host or 'every interface'}: other machines can reach this "
             "proxy and the dev server's pages through it; the token still guards every change."
         )
+    _stop_on_signals(server)
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     if stopped_by:

@@ -170,8 +170,8 @@ def start_proxy(args: list[str], project: Path) -> tuple[subprocess.Popen[str], 
     raise AssertionError(f"annotate proxy did not start: {proc.wait()}")
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGINT)
+def stop(proc: subprocess.Popen[str], how: signal.Signals = signal.SIGINT) -> None:
+    proc.send_signal(how)
     proc.wait(15)
     for stream in (proc.stdout, proc.stderr):
         if stream:
@@ -495,7 +495,10 @@ def test_dev_command_gets_the_port() -> None:
         dev_command(["hugo", "server"], 9)
 
 
-def test_command_starts_the_server_and_ctrl_c_stops_both(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_command_starts_the_server_and_ctrl_c_stops_both(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_bytes(PAGE)
@@ -516,7 +519,7 @@ def test_command_starts_the_server_and_ctrl_c_stops_both(tmp_path: Path) -> None
         ).stdout.split()
         assert len(children) == 1
     finally:
-        stop(proc)
+        stop(proc, stop_signal)
     assert proc.returncode == 0
     deadline = time.monotonic() + 10
     while Path(f"/proc/{children[0]}").exists() and time.monotonic() < deadline:
