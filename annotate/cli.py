@@ -728,6 +728,78 @@ def serve(directory: Path, port: int, host: str, project: str | None, read_only:
         raise SystemExit(_fail(str(e))) from None
 
 
+@cli.command("proxy", context_settings={"ignore_unknown_options": True})
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD...]")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on (0: any free port).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; loopback unless you choose otherwise.",
+)
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="The dev server's address (http://127.0.0.1:8001): a running one when no CMD is given, "
+    "else where CMD listens.",
+)
+@click.option(
+    "--allow-remote-upstream",
+    is_flag=True,
+    help="Allow an upstream that is not a loopback address.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the dev server to listen.",
+)
+@project_option
+@click.option("--read-only", is_flag=True, help="Show the review without accepting changes.")
+def proxy(
+    command: tuple[str, ...],
+    port: int,
+    host: str,
+    upstream: str | None,
+    allow_remote_upstream: bool,
+    timeout: float,
+    project: str | None,
+    read_only: bool,
+) -> None:
+    """Review any dev server's pages: start CMD (zensical serve, mkdocs serve, hugo server --port
+    {port}…) and put the overlay in front of it."""
+    from .devserver import run
+
+    def echo(line: str) -> None:
+        click.echo(line)
+        sys.stdout.flush()
+
+    try:
+        root = find_project(project)
+        code = run(
+            command,
+            upstream_url=upstream,
+            project=root,
+            host=host,
+            port=port,
+            read_only=read_only,
+            allow_remote_upstream=allow_remote_upstream,
+            timeout=timeout,
+            echo=echo,
+        )
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+    if code:
+        raise SystemExit(code)
+
+
 @cli.command("token")
 @click.option("--rotate", is_flag=True, help="Replace the token (open pages must be reloaded).")
 @project_option

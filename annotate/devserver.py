@@ -1,0 +1,272 @@
+"""`annotate proxy [-- CMD…]`: start a dev server on a free loopback port, the proxy in front of it
+on the user's port, and stop both on Ctrl+C (or when the dev server stops)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+from . import __version__
+from .errors import ValidationError
+from .proxy import Proxy, TargetCheckProtocol, Upstream, parse_upstream
+from .store import open as open_store
+from .tokens import TokenFile
+from .web.app import create_app
+from .web.security import is_loopback
+from .web.server import WILDCARDS, bind, extra_hosts, url_host
+from .web.static import overlay_snippet
+
+__all__ = ["dev_command", "free_port", "run", "wait_until_listening"]
+
+# Generators whose `serve` takes the address as `-a HOST:PORT` (`--dev-addr`).
+DEV_ADDR_TOOLS = ("zensical", "mkdocs", "properdocs")
+ADDRESS_OPTIONS = ("-a", "--dev-addr")
+STOP_WAIT = 5.0
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on now (the dev server binds it a moment later)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _tool(args: Sequence[str]) -> tuple[str, int] | None:
+    """The generator `args` runs and the index of its `serve` argument, if it is one we know:
+    `zensical serve`, `mkdocs serve`, `python -m mkdocs serve`, `uv run properdocs serve`…"""
+    for i, arg in enumerate(args):
+        name = Path(arg).name.lower().removesuffix(".exe")
+        if name in DEV_ADDR_TOOLS and i + 1 < len(args) and args[i + 1] == "serve":
+            return name, i + 1
+    return None
+
+
+def dev_command(args: Sequence[str], port: int, host: str = "127.0.0.1") -> tuple[list[str], str]:
+    """The command to run and the address it will listen on.
+
+    `{port}` (and `{host}`) in any argument are replaced; Zensical, MkDocs and ProperDocs get
+    `-a HOST:PORT` after `serve`, unless the command already names an address, which is then used.
+    """
+    if not args:
+        raise ValidationError(
+            "Give the dev server's command after --, e.g. -- zensical serve", "CMD"
+        )
+    address = f"{url_host(host)}:{port}"
+    if any("{port}" in a or "{host}" in a for a in args):
+        return [a.replace("{port}", str(port)).replace("{host}", host) for a in args], address
+    found = _tool(args)
+    if found is None:
+        raise ValidationError(
+            f"Cannot tell how to give {args[0]!r} a port: put {{port}} where the port goes, e.g. "
+            "-- hugo server --port {port}",
+            "CMD",
+        )
+    _, at = found
+    for i, arg in enumerate(args):
+        if arg in ADDRESS_OPTIONS and i + 1 < len(args):
+            return list(args), args[i + 1]
+        for option in ADDRESS_OPTIONS:
+            if arg.startswith(option + "="):
+                return list(args), arg.split("=", 1)[1]
+    return [*args[: at + 1], "-a", address, *args[at + 1 :]], address
+
+
+def wait_until_listening(
+    upstream: Upstream, process: subprocess.Popen[bytes] | None, timeout: float
+) -> None:
+    """Return once `upstream` accepts connections; raise if the process ends or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process is not None and process.poll() is not None:
+            raise ValidationError(
+                f"The dev server stopped (exit code {process.returncode}) before listening on "
+                f"{upstream.netloc}",
+                "CMD",
+            )
+        with (
+            contextlib.suppress(OSError),
+            socket.create_connection((upstream.host, upstream.port), timeout=1),
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise ValidationError(
+                f"Nothing listens on {upstream.netloc} after {timeout:g} s: is that the dev "
+                "server's address? (--timeout waits longer)",
+                "upstream",
+            )
+        time.sleep(0.1)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Ctrl+C to the dev server (its whole process group), then harder if it does not stop."""
+    if process.poll() is not None:
+        return
+    killpg = getattr(os, "killpg", None)
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if killpg is None:  # Windows: no process groups to signal
+                process.terminate()
+            else:
+                killpg(process.pid, sig)
+        try:
+            process.wait(STOP_WAIT)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _stop_on_signals(server: object) -> None:
+    """SIGTERM and SIGHUP stop the proxy as Ctrl+C does, so the dev server is stopped too.
+
+    uvicorn re-raises the SIGTERM it handled once it has stopped; with the default handler that
+    would end the process before it stops the dev server (which, in its own process group, would
+    live on). SIGHUP (the terminal closed) is not uvicorn's at all.
+    """
+
+    def interrupt(sig: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(
+            signal.SIGHUP,
+            lambda sig, frame: server.handle_exit(signal.SIGINT, frame),  # type: ignore[attr-defined]
+        )
+
+
+def run(
+    command: Sequence[str] = (),
+    *,
+    upstream_url: str | None = None,
+    project: str | Path = ".",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    read_only: bool = False,
+    allow_remote_upstream: bool = False,
+    timeout: float = 60.0,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """Proxy a dev server until interrupted; the exit code (the dev server's when it stopped)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    if not command and not upstream_url:
+        raise ValidationError(
+            "Give the dev server's command after -- (annotate proxy -- zensical serve) or the "
+            "address of a running one (--upstream http://127.0.0.1:8001)",
+            "upstream",
+        )
+    store = open_store(project)
+    token = TokenFile(project)
+    sock = bind(host, port)
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        if command:
+            if upstream_url:
+                # The user says where CMD listens: only its placeholders are filled in.
+                upstream = parse_upstream(upstream_url, allow_remote=allow_remote_upstream)
+                args = [
+                    a.replace("{port}", str(upstream.port)).replace("{host}", upstream.host)
+                    for a in command
+                ]
+            else:
+                args, address = dev_command(command, free_port(), "127.0.0.1")
+                upstream = parse_upstream(address, allow_remote=allow_remote_upstream)
+            try:
+                # Its own process group: Ctrl+C reaches it once, from us, after the proxy stops
+                # taking requests, and nothing it starts outlives it.
+                process = subprocess.Popen(args, start_new_session=os.name == "posix")
+            except OSError as e:
+                raise ValidationError(
+                    f"Cannot start {args[0]!r}: {e.strerror or e}", "CMD"
+                ) from None
+        else:
+            assert upstream_url is not None
+            upstream = parse_upstream(upstream_url, allow_remote=allow_remote_upstream)
+        wait_until_listening(upstream, process, timeout)
+        code = _serve(
+            upstream, sock, store, token, host=host, read_only=read_only, echo=echo,
+            process=process, command=command,
+        )  # fmt: skip
+    finally:
+        if process is not None:
+            _stop(process)
+        sock.close()
+        store.close()
+    return code
+
+
+def _serve(
+    upstream: Upstream,
+    sock: socket.socket,
+    store: object,
+    token: TokenFile,
+    *,
+    host: str,
+    read_only: bool,
+    echo: Callable[[str], None],
+    process: subprocess.Popen[bytes] | None,
+    command: Sequence[str],
+) -> int:
+    import uvicorn
+
+    app = create_app(store, token=token, read_only=read_only, allowed_hosts=extra_hosts(host))  # type: ignore[arg-type]
+    proxy = Proxy(
+        upstream,
+        app,
+        lambda: overlay_snippet(token(), read_only=read_only, version=__version__, pinned=True),
+        token=token,
+        allowed_hosts=extra_hosts(host),
+    )
+    config = uvicorn.Config(
+        proxy,
+        http=TargetCheckProtocol,
+        ws="websockets-sansio",
+        ws_per_message_deflate=False,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=2,
+    )
+    feed = app.state.feed
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            feed.close()
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    stopped_by: list[int] = []
+    if process is not None:
+
+        def watch() -> None:
+            # The dev server stopped on its own (a crash, a config error): so does the proxy.
+            stopped_by.append(process.wait())
+            server.should_exit = True
+
+        threading.Thread(target=watch, daemon=True).start()
+    base = f"http://{url_host(host)}:{sock.getsockname()[1]}/"
+    what = f"the dev server at {upstream.netloc}"
+    mode = ", read-only" if read_only else ""
+    echo(f"Reviewing {base} ({what}; review page: {base}__annotate/{mode}). Press Ctrl+C to stop.")
+    if not is_loopback(url_host(host).strip("[]").lower()) or host in WILDCARDS:
+        echo(
+            f"Warning: listening on {host or 'every interface'}: other machines can reach this "
+            "proxy and the dev server's pages through it; the token still guards every change."
+        )
+    _stop_on_signals(server)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    if stopped_by:
+        echo(f"The dev server stopped (exit code {stopped_by[0]}).")
+        return stopped_by[0] or 1
+    return 0

@@ -1,0 +1,234 @@
+"""`annotate proxy` in front of a real `zensical serve` (issue #15): what the proxy and the overlay cost.
+
+    .venv/bin/python benchmarks/proxy.py [--runs 15]
+
+A temp Zensical project (Material-style theme, instant navigation on by default) with one long page
+(60 paragraphs). `zensical serve` runs on a free loopback port, `annotate proxy --upstream` in
+front of it, each in a subprocess.
+
+- Page load: Debian's Chromium loads the page `--runs` times from each (alternating, one browser
+  context per side so each keeps its warm HTTP cache) and reads the navigation entry's
+  `loadEventEnd`: the dev server direct, without the overlay, against the proxy with the overlay.
+  Twice: in front of `zensical serve`, and of `python -m http.server` serving the same built
+  `site/` (a light server, where what the overlay adds shows most). Target: median ratio ≤ 1.10.
+- Reload delay: two WebSocket clients on the page's URL, one direct and one through the proxy; the
+  Markdown file is edited and each records when Zensical's reload message (the page's path) arrives.
+  The difference is what the proxy adds. Target: median ≤ 20 ms.
+- Static assets: Zensical's JavaScript bundle fetched `--runs` × 20 times over one keep-alive
+  connection, direct and through the proxy: MB/s and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CHROMIUM, CHROMIUM_ARGS, sentence
+from _machine import describe
+from playwright.sync_api import sync_playwright
+from websockets.asyncio.client import connect
+
+from annotate.devserver import free_port, wait_until_listening
+from annotate.proxy import parse_upstream
+
+ZENSICAL = Path(sys.executable).parent / "zensical"
+SEED = 15
+PARAGRAPHS = 60
+
+
+def make_project(root: Path) -> None:
+    rng = random.Random(SEED)
+    (root / "docs").mkdir(parents=True)
+    # No web fonts: this machine has no network, and a font request left hanging would decide `load`.
+    (root / "zensical.toml").write_text(
+        '[project]\nsite_name = "Bench"\n\n[project.theme]\nfont = false\n'
+    )
+    body = "\n\n".join(" ".join(sentence(rng) for _ in range(4)) for _ in range(PARAGRAPHS))
+    (root / "docs" / "index.md").write_text("# Home\n\n" + body + "\n")
+    (root / "docs" / "page.md").write_text("# Page\n\n" + body + "\n")
+
+
+def start_proxy(root: Path, upstream: int) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "annotate.cli", "proxy", "--port", "0", "--project", str(root),
+         "--upstream", f"127.0.0.1:{upstream}"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    if not match:
+        proc.kill()
+        raise SystemExit(f"annotate proxy did not start: {line!r}")
+    return proc, int(match[1])
+
+
+def page_loads(direct: str, proxied: str, runs: int) -> tuple[list[float], list[float]]:
+    script = "performance.getEntriesByType('navigation')[0].loadEventEnd"
+    times: dict[str, list[float]] = {direct: [], proxied: []}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        pages = {url: browser.new_context().new_page() for url in times}
+        for url, page in pages.items():  # warm the caches
+            for _ in range(2):
+                page.goto(url, wait_until="load")
+        for _ in range(runs):
+            for url, page in pages.items():
+                page.goto(url, wait_until="load")
+                times[url].append(page.evaluate(script))
+        if not pages[proxied].evaluate("!!window.annotateOverlay"):
+            raise SystemExit("the overlay did not start through the proxy")
+        browser.close()
+    return times[direct], times[proxied]
+
+
+async def reload_delays(root: Path, direct: int, proxied: int, runs: int) -> list[float]:
+    delays = []
+    source = root / "docs" / "page.md"
+    async with (
+        connect(f"ws://127.0.0.1:{direct}/page/") as a,
+        connect(f"ws://127.0.0.1:{proxied}/page/", origin=f"http://127.0.0.1:{proxied}") as b,  # type: ignore[arg-type]
+    ):
+        for i in range(runs):
+            await asyncio.sleep(0.3)
+            source.write_text(source.read_text() + f"\nEdit {i}.\n")
+            arrived: dict[str, float] = {}
+
+            async def until_page(
+                ws: object, name: str, arrived: dict[str, float] = arrived
+            ) -> None:
+                while True:
+                    message = await ws.recv()  # type: ignore[attr-defined]
+                    if message == "/page/":
+                        arrived[name] = time.perf_counter()
+                        return
+
+            await asyncio.wait_for(
+                asyncio.gather(until_page(a, "direct"), until_page(b, "proxy")), 30
+            )
+            delays.append((arrived["proxy"] - arrived["direct"]) * 1000)
+    return delays
+
+
+def throughput(port: int, path: str, count: int) -> tuple[float, int]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    size = 0
+    started = time.perf_counter()
+    for _ in range(count):
+        conn.request("GET", path)
+        response = conn.getresponse()
+        size += len(response.read())
+        if response.status != 200:
+            raise SystemExit(f"{path}: {response.status}")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return size / elapsed / 1e6, size // count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make_project(root)
+        port = free_port()
+        zensical = subprocess.Popen(
+            [str(ZENSICAL), "serve", "-a", f"127.0.0.1:{port}"],
+            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        static_port = free_port()
+        static = None
+        proxies: list[subprocess.Popen[str]] = []
+        try:
+            wait_until_listening(parse_upstream(str(port)), zensical, 60)
+            while not (root / "site" / "index.html").is_file():
+                time.sleep(0.2)
+            time.sleep(2)  # the first build
+            static = subprocess.Popen(
+                [sys.executable, "-m", "http.server", str(static_port), "--bind", "127.0.0.1",
+                 "--directory", str(root / "site")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            wait_until_listening(parse_upstream(str(static_port)), static, 30)
+            loads = {}
+            for name, upstream in (
+                ("zensical serve", port),
+                ("python -m http.server", static_port),
+            ):
+                proxy, proxied = start_proxy(root, upstream)
+                proxies.append(proxy)
+                loads[name] = page_loads(
+                    f"http://127.0.0.1:{upstream}/", f"http://127.0.0.1:{proxied}/", args.runs
+                )
+                if upstream == port:
+                    zensical_proxy = proxied
+            delays = asyncio.run(reload_delays(root, port, zensical_proxy, max(5, args.runs // 2)))
+            html = http.client.HTTPConnection("127.0.0.1", port)
+            html.request("GET", "/")
+            bundle = re.search(
+                rb'src="\.?/?(assets/javascripts/bundle\.[^"]+\.js)"', html.getresponse().read()
+            )
+            asset = "/" + bundle[1].decode() if bundle else "/assets/stylesheets/modern/main.css"
+            rates = []
+            for _ in range(3):
+                rates.append(
+                    (
+                        throughput(port, asset, args.runs * 20),
+                        throughput(zensical_proxy, asset, args.runs * 20),
+                    )
+                )
+        finally:
+            for proxy in proxies:
+                proxy.terminate()
+                proxy.wait(10)
+            for server in (static, zensical):
+                if server is not None:
+                    server.terminate()
+                    server.wait(10)
+
+    print(describe())
+    print()
+    print(f"Page load (`loadEventEnd`, ms, warm cache, {args.runs} loads each, alternating):")
+    print()
+    print("| dev server | direct, no overlay | annotate proxy + overlay | ratio of medians |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, (direct, proxied) in loads.items():
+        dm, pm = statistics.median(direct), statistics.median(proxied)
+        print(f"| {name} | {dm:.1f} | {pm:.1f} | {pm / dm:.2f} |")
+    print()
+    print("Target: ratio ≤ 1.10.")
+    print()
+    print(
+        f"Reload message, delay added by the proxy over {len(delays)} edits: median "
+        f"{statistics.median(delays):.2f} ms, min {min(delays):.2f}, max {max(delays):.2f} ms "
+        "(target ≤ 20 ms)"
+    )
+    print()
+    direct_rate = statistics.median(r[0][0] for r in rates)
+    proxy_rate = statistics.median(r[1][0] for r in rates)
+    print(
+        f"Static asset `{asset}` ({rates[0][0][1]:,} bytes), {args.runs * 20} requests on one "
+        "keep-alive connection, median of 3:"
+    )
+    print()
+    print("| path | MB/s |")
+    print("| --- | ---: |")
+    print(f"| zensical serve, direct | {direct_rate:.1f} |")
+    print(f"| through the proxy | {proxy_rate:.1f} |")
+    print(f"| ratio | {proxy_rate / direct_rate:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
