@@ -67,6 +67,16 @@ MAX_EXACT_HITS = 1000
 MIN_ONE_WORD_QUOTE = 30
 ONE_WORD_NEAR = 300
 ONE_WORD_REACH = 2000
+# An approximate match is refused when a side of the quote's stored context (at least this long)
+# still stands intact nearer the last known place, and frames nothing like the quote there: the
+# passage that stood next to it was deleted, and the match is a look-alike elsewhere ("… render
+# all categories." deleted, its sibling "… render all authors." 30 lines above). A side frames a
+# match when it starts or ends within CONTEXT_FRAMES characters of the match's edge.
+MIN_CONTEXT_EVIDENCE = 12
+# An approximate match of a short quote showing this many of its words in other letter case is
+# other text (a heading in title case), not the quote edited.
+CASE_DIFFERS = 2
+CONTEXT_FRAMES = 16
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # How far ahead character-wise alignment looks for the next character of a text token.
@@ -916,6 +926,52 @@ def _same_case(haystack: _Haystack, hit: _Hit, original: str) -> bool:
     return [c for c in shown if c.isalpha()] == [c for c in original if c.isalpha()]
 
 
+def _case_differs(haystack: _Haystack, hit: _Hit, original: str) -> bool:
+    """Whether words shown at `hit` are the quote's in other letter case: a heading in title
+    case ("Backward Incompatible Changes") is not an edit of the prose that said it ("backward
+    incompatible changes have"). A one-word edit leaves the other words' case, but its new word
+    may happen to be one of the quote's in other case: two such words, not one."""
+    if not haystack.shown:
+        return False
+    words = set(original.split())
+    folded = {word.casefold() for word in words}
+    recased = [
+        word
+        for word in haystack.shown[hit.start : hit.end].split()
+        if word not in words and word.casefold() in folded
+    ]
+    return len(recased) >= CASE_DIFFERS
+
+
+def _context_elsewhere(
+    haystack: _Haystack, hit: _Hit, quote: str, before: str, after: str, hint: int | None
+) -> bool:
+    """Whether a side of the stored context still stands intact nearer the last known place
+    than `hit`, and none of its copies frames `hit`: the passage that stood next to that side
+    was deleted, and `hit` is a look-alike. A side that frames `hit` says nothing against it
+    (a sibling section repeats the text before the quote)."""
+    if hint is None:
+        return False
+    text = haystack.text
+    lo, hi = max(0, hint - ONE_WORD_NEAR), hint + len(quote) + ONE_WORD_NEAR
+    distance = abs(hit.start - hint)
+    elsewhere = False
+    for side, is_prefix in ((before.strip(), True), (after.strip(), False)):
+        if len(side) < MIN_CONTEXT_EVIDENCE:
+            continue
+        edge = hit.start if is_prefix else hit.end
+        ends = [
+            at + len(side) if is_prefix else at
+            for at in _exact_hits(text, side)
+            if lo - len(side) <= at <= hi
+        ]
+        if any(abs(end - edge) <= CONTEXT_FRAMES for end in ends):
+            continue  # this side still frames the match, as it frames an edited passage
+        guess = [end if is_prefix else end - len(quote) for end in ends]
+        elsewhere = elsewhere or any(abs(at - hint) < distance for at in guess)
+    return elsewhere
+
+
 def _search(
     haystack: _Haystack,
     quote: str,
@@ -955,7 +1011,12 @@ def _search(
         # Nothing around it is as it was, far from where the note was last seen: a copy
         # elsewhere of a passage that was deleted.
         return None if far and not hit.supported else hit
-    return _approximate(haystack, quote, prefix, suffix, hint, kind)
+    hit = _approximate(haystack, quote, prefix, suffix, hint, kind)
+    if hit is None:
+        return None
+    if len(quote) < SHORT_QUOTE and _case_differs(haystack, hit, original):
+        return None
+    return None if _context_elsewhere(haystack, hit, quote, prefix, suffix, hint) else hit
 
 
 def _approximate(
