@@ -1027,8 +1027,15 @@ def _approximate(
     end = None if hint is None else hint + len(quote)
     match = locate(haystack.text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
     if match is not None and kind is not None and haystack.in_code(match.start) != kind:
+        other = match
         masked = haystack.masked(kind)
         match = locate(masked, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
+        if match is None and hint is not None and abs(other.start - hint) <= ONE_WORD_NEAR:
+            # Nothing of the reported kind, and the other kind where the note was last seen:
+            # its own passage, edited, which the page reported wrongly (a code line reported
+            # as prose by a page whose text changed after load). The page's highlight follows
+            # it; so does the note.
+            match = other
     if match is None:
         return None if hint is None else _one_word_changed(haystack, quote, hint, kind)
     return _Hit(match.start, match.end, round(match.score))

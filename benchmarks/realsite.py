@@ -481,6 +481,8 @@ class Session:
                 sent = (body.get("quote") or {}).get("exact") or body.get("selectedText")
                 self.stale = sent != self.selected["exact"]
                 if self.stale:
+                    # The overlay worked out inCode/occurrence for its own, other, text.
+                    body.update(self.extra)
                     body["selectedText"] = self.selected["exact"]
                     body["quote"] = {k: self.selected[k] for k in ("exact", "prefix", "suffix")}
                     body["position"] = {

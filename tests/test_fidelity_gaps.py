@@ -5,7 +5,14 @@ highlight follows it (the stored `anchorState` and the highlight agree)."""
 
 from __future__ import annotations
 
-from annotate.sourcemap import locate_in_markdown
+import os
+from pathlib import Path
+
+import pytest
+
+import annotate
+from annotate.anchoring import locate
+from annotate.sourcemap import locate_in_markdown, project_markdown
 
 # A settings reference: sibling sections repeat their sentences with one word changed.
 SETTINGS = """\
@@ -87,3 +94,76 @@ def test_a_short_quote_with_one_word_rewritten_next_to_the_heading_is_followed()
     edited = NOTES.replace("configuration changes have", "configuration changes were")
     match = locate_in_markdown(edited, NOTES_QUOTE, **NOTES_CONTEXT, hint_line=7)
     assert match is not None and match.line_start == 7
+
+
+# A guide shows the same line of Markdown three times, one word apart each time.
+LINKS = """\
+# Links
+
+Write the file name of the page you link to.
+
+```markdown
+Read the [style guide](style.md) before you send changes.
+```
+
+The build turns such a link into one to the rendered page, whichever
+folder the site is served from.
+
+```markdown
+Read the [style guide](../team/style.md) before you send changes.
+```
+
+An anchor may follow the file name, to link to one section.
+
+```markdown
+Read the [style guide](team.md#style) before you send changes.
+```
+"""
+LINK_QUOTE = "Read the [style guide](style.md) before you send changes."
+LINK_CONTEXT = {
+    "prefix": "ge you link to.\n",
+    "suffix": "\nThe build turns such a link into",
+}
+
+
+def write_links(project: Path, text: str) -> Path:
+    (project / "mkdocs.yml").write_text("site_name: Links\nnav:\n  - links.md\n")
+    (project / "docs").mkdir(exist_ok=True)
+    page = project / "docs" / "links.md"
+    before = page.stat().st_mtime if page.exists() else None
+    page.write_text(text)
+    if before is not None:  # a new mtime even on a coarse file system
+        os.utime(page, (before + 5, before + 5))
+    return page
+
+
+@pytest.mark.parametrize("in_code", [True, False, None])
+def test_a_one_word_edit_among_near_identical_code_lines_stays_anchored(
+    tmp_path: Path, in_code: bool | None
+) -> None:
+    # Whatever the page reported about the selection (a page whose text changed after load has
+    # reported prose for a code line), the note follows its own line, edited, as the page's
+    # highlight does, instead of going stale at score 0.
+    write_links(tmp_path, LINKS)
+    store = annotate.open(tmp_path)
+    body = {
+        "pageUrl": "/links/",
+        "note": "Use an absolute link here.",
+        "selectedText": LINK_QUOTE,
+        "quote": {"exact": LINK_QUOTE, **LINK_CONTEXT},
+    }
+    if in_code is not None:
+        body["inCode"] = in_code
+    note = store.add_annotation(body)
+    assert note.source is not None and note.source.line_start == 6
+    edited = LINKS.replace("before you send changes.", "before you push changes.", 1)
+    write_links(tmp_path, "Read this first.\n\n" + edited)
+    got = store.get_annotation(note.id)
+    assert got.anchor_state == "anchored"
+    assert got.source is not None and got.source.line_start == 8
+    assert got.anchor_score is not None and got.anchor_score < 100
+    # The page's highlight follows the same line.
+    page = "Read this first.\n" + project_markdown(edited).text
+    match = locate(page, LINK_QUOTE, **LINK_CONTEXT, start=LINKS.index("Read"))
+    assert match is not None
+    assert page[match.start : match.end].startswith("Read the [style guide](style.md)")
