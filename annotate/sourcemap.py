@@ -31,7 +31,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from rapidfuzz.distance import Indel
 
-from .anchoring import locate
+from .anchoring import context_elsewhere, locate
 from .pages import safe_path
 
 __all__ = [
@@ -67,16 +67,9 @@ MAX_EXACT_HITS = 1000
 MIN_ONE_WORD_QUOTE = 30
 ONE_WORD_NEAR = 300
 ONE_WORD_REACH = 2000
-# An approximate match is refused when a side of the quote's stored context (at least this long)
-# still stands intact nearer the last known place, and frames nothing like the quote there: the
-# passage that stood next to it was deleted, and the match is a look-alike elsewhere ("… render
-# all categories." deleted, its sibling "… render all authors." 30 lines above). A side frames a
-# match when it starts or ends within CONTEXT_FRAMES characters of the match's edge.
-MIN_CONTEXT_EVIDENCE = 12
 # An approximate match of a short quote showing this many of its words in other letter case is
 # other text (a heading in title case), not the quote edited.
 CASE_DIFFERS = 2
-CONTEXT_FRAMES = 16
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # How far ahead character-wise alignment looks for the next character of a text token.
@@ -943,35 +936,6 @@ def _case_differs(haystack: _Haystack, hit: _Hit, original: str) -> bool:
     return len(recased) >= CASE_DIFFERS
 
 
-def _context_elsewhere(
-    haystack: _Haystack, hit: _Hit, quote: str, before: str, after: str, hint: int | None
-) -> bool:
-    """Whether a side of the stored context still stands intact nearer the last known place
-    than `hit`, and none of its copies frames `hit`: the passage that stood next to that side
-    was deleted, and `hit` is a look-alike. A side that frames `hit` says nothing against it
-    (a sibling section repeats the text before the quote)."""
-    if hint is None:
-        return False
-    text = haystack.text
-    lo, hi = max(0, hint - ONE_WORD_NEAR), hint + len(quote) + ONE_WORD_NEAR
-    distance = abs(hit.start - hint)
-    elsewhere = False
-    for side, is_prefix in ((before.strip(), True), (after.strip(), False)):
-        if len(side) < MIN_CONTEXT_EVIDENCE:
-            continue
-        edge = hit.start if is_prefix else hit.end
-        ends = [
-            at + len(side) if is_prefix else at
-            for at in _exact_hits(text, side)
-            if lo - len(side) <= at <= hi
-        ]
-        if any(abs(end - edge) <= CONTEXT_FRAMES for end in ends):
-            continue  # this side still frames the match, as it frames an edited passage
-        guess = [end if is_prefix else end - len(quote) for end in ends]
-        elsewhere = elsewhere or any(abs(at - hint) < distance for at in guess)
-    return elsewhere
-
-
 def _search(
     haystack: _Haystack,
     quote: str,
@@ -1016,7 +980,10 @@ def _search(
         return None
     if len(quote) < SHORT_QUOTE and _case_differs(haystack, hit, original):
         return None
-    return None if _context_elsewhere(haystack, hit, quote, prefix, suffix, hint) else hit
+    # A look-alike of a deleted passage (`context_elsewhere`).
+    if context_elsewhere(haystack.text, len(quote), prefix, suffix, hint, hit.start, hit.end):
+        return None
+    return hit
 
 
 def _approximate(

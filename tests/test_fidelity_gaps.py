@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import annotate
-from annotate.anchoring import locate
+from annotate.anchoring import build_selector, locate, locate_many
 from annotate.sourcemap import locate_in_markdown, project_markdown
 
 # A settings reference: sibling sections repeat their sentences with one word changed.
@@ -167,3 +167,18 @@ def test_a_one_word_edit_among_near_identical_code_lines_stays_anchored(
     match = locate(page, LINK_QUOTE, **LINK_CONTEXT, start=LINKS.index("Read"))
     assert match is not None
     assert page[match.start : match.end].startswith("Read the [style guide](style.md)")
+
+
+def test_the_page_agrees_a_deleted_setting_is_gone_and_follows_its_rewording() -> None:
+    # The overlay's highlight comes from `locate` on the page text: it lights what the stored
+    # state says is there, and nothing where the state says the passage is gone.
+    old = project_markdown(SETTINGS).text
+    start = old.index(LABELS_QUOTE)
+    selector = build_selector(old, start, start + len(LABELS_QUOTE))
+    deleted = project_markdown(SETTINGS.replace(LABELS, "")).text
+    assert locate(deleted, **selector) is None
+    assert locate_many(deleted, [selector]) == [None]
+    edited = project_markdown(SETTINGS.replace("list every label.", "show every label.")).text
+    match = locate(edited, **selector)
+    assert match is not None and match.start == edited.index("applies to post excerpts", start - 5)
+    assert locate_many(edited, [selector]) == [match]

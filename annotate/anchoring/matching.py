@@ -30,6 +30,8 @@ from .index import Index, TextIndex, shared
 from .selectors import Match, Method, Query, Selector
 from .text import collapse, context_similarity, find_all, fold
 from .tuning import (
+    CONTEXT_EVIDENCE_REACH,
+    CONTEXT_FRAMES,
     CONTEXT_HOLDS,
     CONTEXT_PROBE_LENGTH,
     CONTEXT_REQUIRED_BELOW,
@@ -37,6 +39,7 @@ from .tuning import (
     GOOD_CONTEXT_SIMILARITY,
     MAX_POSTINGS,
     MAX_REWRITTEN_WORDS,
+    MIN_CONTEXT_EVIDENCE,
     MIN_CONTEXT_SIMILARITY,
     MIN_FUZZY_LENGTH,
     MIN_NEIGHBOURS,
@@ -54,7 +57,7 @@ from .tuning import (
     WINDOW_SLACK,
 )
 
-__all__ = ["locate", "locate_many"]
+__all__ = ["context_elsewhere", "locate", "locate_many"]
 
 
 class _Candidate(NamedTuple):
@@ -365,7 +368,42 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
         return None
     if similarity < MIN_QUOTE_SIMILARITY and not _context_holds(candidate):
         return None
+    if context_elsewhere(
+        index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
+    ):
+        return None
     return candidate
+
+
+def context_elsewhere(
+    text: str, length: int, prefix: str, suffix: str, old: int | None, start: int, end: int
+) -> bool:
+    """Whether an approximate match `text[start:end]` of a quote of `length` characters, last
+    seen at `old`, is a look-alike of a deleted passage: a side of the stored context still
+    stands intact nearer `old` than the match (where the passage stood next to it), and does
+    not frame the match. A side that frames it says nothing against it: a sibling section
+    repeats the text before the quote, and an edited passage keeps its context."""
+    if old is None:
+        return False
+    distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
+    for side, is_prefix in ((prefix.strip(), True), (suffix.strip(), False)):
+        if len(side) < MIN_CONTEXT_EVIDENCE:
+            continue
+        if is_prefix:
+            frames = text.find(
+                side, max(0, start - len(side) - CONTEXT_FRAMES), start + CONTEXT_FRAMES
+            )
+            # where the quote would start after an occurrence of the side, near `old`
+            lo, hi = old - distance - len(side), old + distance
+        else:
+            frames = text.find(side, max(0, end - CONTEXT_FRAMES), end + len(side) + CONTEXT_FRAMES)
+            lo, hi = old + length - distance, old + length + distance + len(side)
+        if frames != -1:
+            continue
+        at = text.find(side, max(0, lo + 1), max(0, hi))
+        if at != -1:
+            return True
+    return False
 
 
 def _one_edit_apart(quote: str, found: str) -> bool:
