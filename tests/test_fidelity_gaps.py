@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import annotate
-from annotate.anchoring import build_selector, locate, locate_many
+from annotate.anchoring import build_selector, context_elsewhere, locate, locate_many
 from annotate.sourcemap import locate_in_markdown, project_markdown
 
 # A settings reference: sibling sections repeat their sentences with one word changed.
@@ -182,3 +182,36 @@ def test_the_page_agrees_a_deleted_setting_is_gone_and_follows_its_rewording() -
     match = locate(edited, **selector)
     assert match is not None and match.start == edited.index("applies to post excerpts", start - 5)
     assert locate_many(edited, [selector]) == [match]
+
+
+# A heading right under the page title, reworded after a paragraph was inserted between them:
+# the title (the stored prefix) still stands where the heading was, and frames it no more.
+TROUBLE = """\
+# Troubleshooting
+
+## Tables inside lists are not rendered correctly
+
+Indent the table by four spaces, as any block inside a list item. Python-Markdown reads
+a table only at the start of a block, and a list item's blocks start at its indentation.
+
+## Code blocks lose their highlighting in admonitions
+
+Leave a blank line between the admonition's title and the fence, and indent both.
+"""
+TROUBLE_QUOTE = "Tables inside lists are not rendered correctly"
+
+
+def test_a_reworded_heading_below_an_inserted_paragraph_is_followed_on_both_sides() -> None:
+    edited = TROUBLE.replace("# Troubleshooting\n", "# Troubleshooting\n\nRead this first.\n")
+    edited = edited.replace("inside lists", "inside tabs")
+    old = project_markdown(TROUBLE).text
+    start = old.index(TROUBLE_QUOTE)
+    selector = build_selector(old, start, start + len(TROUBLE_QUOTE))
+    context = {"prefix": selector["prefix"], "suffix": selector["suffix"]}
+    match = locate_in_markdown(edited, TROUBLE_QUOTE, **context, hint_line=3)
+    assert match is not None and match.line_start == 5
+    # The page's check says the same of the heading where it stands now.
+    page = project_markdown(edited).text
+    at = page.index("Tables inside tabs")
+    end = at + len("Tables inside tabs are not rendered correctly")
+    assert not context_elsewhere(page, len(TROUBLE_QUOTE), **context, old=start, start=at, end=end)

@@ -381,10 +381,30 @@ def context_elsewhere(
     """Whether an approximate match `text[start:end]` of a quote of `length` characters, last
     seen at `old`, is a look-alike of a deleted passage: a side of the stored context still
     stands intact nearer `old` than the match (where the passage stood next to it), and does
-    not frame the match. A side that frames it says nothing against it: a sibling section
-    repeats the text before the quote, and an edited passage keeps its context."""
+    not frame the match. The suffix is asked first, and one that frames the match speaks for
+    it: an edited passage keeps the text after it, while a paragraph inserted just above it
+    leaves its prefix where it stood. A sibling section repeats the text before its quote, so
+    the prefix speaks only where the suffix says nothing."""
     if old is None:
         return False
+    prefix, suffix = prefix.strip(), suffix.strip()
+    distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
+    if len(suffix) >= MIN_CONTEXT_EVIDENCE:
+        if text.find(suffix, max(0, end - CONTEXT_FRAMES), end + len(suffix) + CONTEXT_FRAMES) >= 0:
+            return False
+        # where the quote would start before an occurrence of the suffix, nearer `old`
+        at = old + length
+        if text.find(suffix, max(0, at - distance + 1), max(0, at + distance + len(suffix))) >= 0:
+            return True
+    if len(prefix) >= MIN_CONTEXT_EVIDENCE:
+        if (
+            text.find(prefix, max(0, start - len(prefix) - CONTEXT_FRAMES), start + CONTEXT_FRAMES)
+            >= 0
+        ):
+            return False
+        lo = old - distance - len(prefix) + 1
+        return text.find(prefix, max(0, lo), max(0, old + distance)) >= 0
+    return False
     distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
     for side, is_prefix in ((prefix.strip(), True), (suffix.strip(), False)):
         if len(side) < MIN_CONTEXT_EVIDENCE:
