@@ -31,7 +31,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from rapidfuzz.distance import Indel
 
-from .anchoring import locate
+from .anchoring import context_elsewhere, locate
 from .pages import safe_path
 
 __all__ = [
@@ -67,6 +67,9 @@ MAX_EXACT_HITS = 1000
 MIN_ONE_WORD_QUOTE = 30
 ONE_WORD_NEAR = 300
 ONE_WORD_REACH = 2000
+# An approximate match of a short quote showing this many of its words in other letter case is
+# other text (a heading in title case), not the quote edited.
+CASE_DIFFERS = 2
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # How far ahead character-wise alignment looks for the next character of a text token.
@@ -916,6 +919,23 @@ def _same_case(haystack: _Haystack, hit: _Hit, original: str) -> bool:
     return [c for c in shown if c.isalpha()] == [c for c in original if c.isalpha()]
 
 
+def _case_differs(haystack: _Haystack, hit: _Hit, original: str) -> bool:
+    """Whether words shown at `hit` are the quote's in other letter case: a heading in title
+    case ("Backward Incompatible Changes") is not an edit of the prose that said it ("backward
+    incompatible changes have"). A one-word edit leaves the other words' case, but its new word
+    may happen to be one of the quote's in other case: two such words, not one."""
+    if not haystack.shown:
+        return False
+    words = set(original.split())
+    folded = {word.casefold() for word in words}
+    recased = [
+        word
+        for word in haystack.shown[hit.start : hit.end].split()
+        if word not in words and word.casefold() in folded
+    ]
+    return len(recased) >= CASE_DIFFERS
+
+
 def _search(
     haystack: _Haystack,
     quote: str,
@@ -955,7 +975,15 @@ def _search(
         # Nothing around it is as it was, far from where the note was last seen: a copy
         # elsewhere of a passage that was deleted.
         return None if far and not hit.supported else hit
-    return _approximate(haystack, quote, prefix, suffix, hint, kind)
+    hit = _approximate(haystack, quote, prefix, suffix, hint, kind)
+    if hit is None:
+        return None
+    if len(quote) < SHORT_QUOTE and _case_differs(haystack, hit, original):
+        return None
+    # A look-alike of a deleted passage (`context_elsewhere`).
+    if context_elsewhere(haystack.text, len(quote), prefix, suffix, hint, hit.start, hit.end):
+        return None
+    return hit
 
 
 def _approximate(
@@ -966,8 +994,15 @@ def _approximate(
     end = None if hint is None else hint + len(quote)
     match = locate(haystack.text, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
     if match is not None and kind is not None and haystack.in_code(match.start) != kind:
+        other = match
         masked = haystack.masked(kind)
         match = locate(masked, quote, prefix=prefix, suffix=suffix, start=hint, end=end)
+        if match is None and hint is not None and abs(other.start - hint) <= ONE_WORD_NEAR:
+            # Nothing of the reported kind, and the other kind where the note was last seen:
+            # its own passage, edited, which the page reported wrongly (a code line reported
+            # as prose by a page whose text changed after load). The page's highlight follows
+            # it; so does the note.
+            match = other
     if match is None:
         return None if hint is None else _one_word_changed(haystack, quote, hint, kind)
     return _Hit(match.start, match.end, round(match.score))

@@ -15,7 +15,8 @@ With `--markdown DOCS_DIR` it checks real Markdown instead (a docs folder of a s
 here wrote, e.g. a clone of mkdocs-material's `docs/`): 200 plain paragraphs, a quote in each
 (half of 30-39 characters), as `sourcemap` sees the page; then one word rewritten inside the
 quote, a paragraph inserted just above it, or its paragraph deleted, and each located again with
-`locate_in_markdown` (and with `locate` on the projected text, before sourcemap's own filters).
+`locate_in_markdown` (and with `locate` on the projected text given the quote's old position, as
+the page's highlight is found).
 
 Run: .venv/bin/python benchmarks/anchoring.py [--seed N] [--no-baseline] [--markdown DOCS_DIR]
 """
@@ -711,6 +712,8 @@ def markdown_check(docs: Path, seed: int) -> int:
         if found is None or not i < found.line_start <= j:
             continue  # not mapped right before any edit: not this benchmark's question
         done += 1
+        # Where the page last saw the quote, as the overlay sends it with every note.
+        context["old"] = normalise(project_markdown(source).text)[0].find(normalise(quote)[0])
         lines = source.split("\n")
         inner = [k for k, w in enumerate(quote.split()[1:-1], 1) if w.isalpha() and len(w) >= 3]
         if inner:
@@ -766,8 +769,9 @@ def markdown_check(docs: Path, seed: int) -> int:
         )
     print(
         "\nright: at the expected lines (deleted: not found); stale: not found; wrong: other lines "
-        "(deleted: anchored on other text);\nlocate: found by `locate` in the projected text, "
-        "before locate_in_markdown's own filters; scores: of the right ones"
+        "(deleted: anchored on other text);\nlocate: found (deleted: not found) by `locate` in the "
+        "projected text with the quote's old position, as the page's highlight is; scores: of "
+        "the right ones"
     )
     return 0
 
@@ -785,12 +789,17 @@ def check_markdown(
     counts = rows[key]
     counts["n"] += 1
     # As reconciliation does (annotate/reconcile.py): the line where the quote was last seen.
-    found = locate_in_markdown(source, quote, **context, hint_line=hint_line)
+    found = locate_in_markdown(
+        source, quote, prefix=context["prefix"], suffix=context["suffix"], hint_line=hint_line
+    )
     text, _ = normalise(project_markdown(source).text)
     needle, prefix, suffix = (
         normalise(part)[0] for part in (quote, context["prefix"], context["suffix"])
     )
-    located = locate(text, needle.strip(), prefix=prefix, suffix=suffix)
+    old = context["old"]
+    located = locate(
+        text, needle.strip(), prefix=prefix, suffix=suffix, start=old, end=old + len(needle)
+    )
     counts["located"] += (located is not None) == (line is not None)
     if found is None:
         counts["right" if line is None else "stale"] += 1

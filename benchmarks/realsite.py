@@ -90,6 +90,8 @@ EDITABLE = {
     "generated": ("insert above",),
     "element": ("insert above", "insert just above"),
 }
+# Edits that change no passage's text (only lines and context).
+KEEP_TEXT = ("insert above", "insert just above")
 TOP_TEXT = "An agent inserted this paragraph near the top of the page."
 JUST_ABOVE_TEXT = "An agent added this paragraph just above the passage."
 NEW_WORD = "revised"
@@ -486,6 +488,8 @@ class Session:
                 sent = (body.get("quote") or {}).get("exact") or body.get("selectedText")
                 self.stale = sent != self.selected["exact"]
                 if self.stale:
+                    # The overlay worked out inCode/occurrence for its own, other, text.
+                    body.update(self.extra)
                     body["selectedText"] = self.selected["exact"]
                     body["quote"] = {k: self.selected[k] for k in ("exact", "prefix", "suffix")}
                     body["position"] = {
@@ -675,14 +679,29 @@ def top_position(lines: list[str]) -> int:
 
 def plan_edits(passages: list[Passage]) -> None:
     """One edit per passage, cycling through the edits its kind allows; one per block and one
-    'insert above' per file, so the edits do not overlap."""
+    'insert above' per file, so the edits do not overlap. A passage on lines another passage
+    shares gets no edit that changes text: that text is the other's too, which would then be
+    graded as untouched (an inline quote inside a paragraph quote, reworded, left the paragraph's
+    highlight following text the check did not expect)."""
     used: set[tuple[str, int]] = set()
     tops: set[str] = set()
     turn = 0
+    noted = [p for p in passages if p.id is not None and p.expected is not None]
+    shared = {
+        id(p)
+        for p in noted
+        for q in noted
+        if q is not p
+        and q.path == p.path
+        and q.expected[0] <= p.expected[1]  # type: ignore[index]
+        and p.expected[0] <= q.expected[1]  # type: ignore[index]
+    }
     for p in passages:
         if p.id is None or p.expected is None:
             continue
         options = EDITABLE[p.kind]
+        if id(p) in shared:
+            options = tuple(e for e in options if e in KEEP_TEXT)
         for k in range(len(options)):
             edit = options[(turn + k) % len(options)]
             if edit == "insert above" and p.path in tops:

@@ -19,7 +19,7 @@ only the lines that changed.
 from __future__ import annotations
 
 from .index import Index, TextIndex
-from .matching import locate, locate_many
+from .matching import context_elsewhere, locate, locate_many
 from .pageindex import PageIndex
 from .selectors import CONTEXT_LENGTH, Match, Selector, build_selector
 from .tuning import MIN_QUOTE_SIMILARITY
@@ -33,6 +33,7 @@ __all__ = [
     "Selector",
     "TextIndex",
     "build_selector",
+    "context_elsewhere",
     "locate",
     "locate_many",
 ]

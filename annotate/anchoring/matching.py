@@ -30,6 +30,8 @@ from .index import Index, TextIndex, shared
 from .selectors import Match, Method, Query, Selector
 from .text import collapse, context_similarity, find_all, fold
 from .tuning import (
+    CONTEXT_EVIDENCE_REACH,
+    CONTEXT_FRAMES,
     CONTEXT_HOLDS,
     CONTEXT_PROBE_LENGTH,
     CONTEXT_REQUIRED_BELOW,
@@ -37,6 +39,7 @@ from .tuning import (
     GOOD_CONTEXT_SIMILARITY,
     MAX_POSTINGS,
     MAX_REWRITTEN_WORDS,
+    MIN_CONTEXT_EVIDENCE,
     MIN_CONTEXT_SIMILARITY,
     MIN_FUZZY_LENGTH,
     MIN_NEIGHBOURS,
@@ -54,7 +57,7 @@ from .tuning import (
     WINDOW_SLACK,
 )
 
-__all__ = ["locate", "locate_many"]
+__all__ = ["context_elsewhere", "locate", "locate_many"]
 
 
 class _Candidate(NamedTuple):
@@ -365,7 +368,62 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
         return None
     if similarity < MIN_QUOTE_SIMILARITY and not _context_holds(candidate):
         return None
+    if context_elsewhere(
+        index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
+    ):
+        return None
     return candidate
+
+
+def context_elsewhere(
+    text: str, length: int, prefix: str, suffix: str, old: int | None, start: int, end: int
+) -> bool:
+    """Whether an approximate match `text[start:end]` of a quote of `length` characters, last
+    seen at `old`, is a look-alike of a deleted passage: a side of the stored context still
+    stands intact nearer `old` than the match (where the passage stood next to it), and does
+    not frame the match. The suffix is asked first, and one that frames the match speaks for
+    it: an edited passage keeps the text after it, while a paragraph inserted just above it
+    leaves its prefix where it stood. A sibling section repeats the text before its quote, so
+    the prefix speaks only where the suffix says nothing."""
+    if old is None:
+        return False
+    prefix, suffix = prefix.strip(), suffix.strip()
+    distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
+    if len(suffix) >= MIN_CONTEXT_EVIDENCE:
+        if text.find(suffix, max(0, end - CONTEXT_FRAMES), end + len(suffix) + CONTEXT_FRAMES) >= 0:
+            return False
+        # where the quote would start before an occurrence of the suffix, nearer `old`
+        at = old + length
+        if text.find(suffix, max(0, at - distance + 1), max(0, at + distance + len(suffix))) >= 0:
+            return True
+    if len(prefix) >= MIN_CONTEXT_EVIDENCE:
+        if (
+            text.find(prefix, max(0, start - len(prefix) - CONTEXT_FRAMES), start + CONTEXT_FRAMES)
+            >= 0
+        ):
+            return False
+        lo = old - distance - len(prefix) + 1
+        return text.find(prefix, max(0, lo), max(0, old + distance)) >= 0
+    return False
+    distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
+    for side, is_prefix in ((prefix.strip(), True), (suffix.strip(), False)):
+        if len(side) < MIN_CONTEXT_EVIDENCE:
+            continue
+        if is_prefix:
+            frames = text.find(
+                side, max(0, start - len(side) - CONTEXT_FRAMES), start + CONTEXT_FRAMES
+            )
+            # where the quote would start after an occurrence of the side, near `old`
+            lo, hi = old - distance - len(side), old + distance
+        else:
+            frames = text.find(side, max(0, end - CONTEXT_FRAMES), end + len(side) + CONTEXT_FRAMES)
+            lo, hi = old + length - distance, old + length + distance + len(side)
+        if frames != -1:
+            continue
+        at = text.find(side, max(0, lo + 1), max(0, hi))
+        if at != -1:
+            return True
+    return False
 
 
 def _one_edit_apart(quote: str, found: str) -> bool:

@@ -57,6 +57,15 @@ MIN_UNIQUE_LENGTH = 16
 # sibling sentences of a settings list, "left empty, all tags and pages" and "left empty, no tags
 # or pages", 0.8), and a deleted quote must anchor nowhere.
 FUZZY_CONTEXT_REQUIRED_BELOW = 40
+# An approximate match is refused when a side of the stored context (at least
+# MIN_CONTEXT_EVIDENCE characters) still stands intact nearer the old position than the match,
+# and frames no such match (within CONTEXT_FRAMES characters of its edge): the passage next to
+# that side was deleted, and the match is a look-alike elsewhere (on Material's docs "… render
+# all categories." deleted, its sibling "… render all authors." 30 lines above). Sides are looked
+# for at most CONTEXT_EVIDENCE_REACH characters from the old position.
+MIN_CONTEXT_EVIDENCE = 12
+CONTEXT_FRAMES = 16
+CONTEXT_EVIDENCE_REACH = 2000
 # Measured on 1 MB: the context at the right place agrees >= 0.85 (99 %), at random places
 # <= 0.55 (99 %), 0.62 (99.9 %).
 MIN_CONTEXT_SIMILARITY = 0.65
