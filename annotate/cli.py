@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 
 import click
 
-from . import agents
+from . import agents, importing
+from . import context as context_module
+from . import export as export_module
 from . import store as store_module
 from .context import DEFAULT_LINES, MAX_LINES
 from .diff import annotation_change
@@ -337,7 +339,7 @@ def _hint(store: store_module.Store, page: str | None, items: Sequence[Any]) -> 
 @click.argument("id")
 def get(ctx: Ctx, id: str) -> None:
     """Show one annotation or page note in full, with its replies."""
-    item = ctx.store().get(id)
+    item = ctx.store().get_annotation(id)
     ctx.emit(lean_item(item), lambda: _detail(item))
 
 
@@ -471,7 +473,7 @@ def summary(ctx: Ctx) -> None:
 def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str | None) -> None:
     """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD."""
     fmt = fmt or ("json" if ctx.as_json else "markdown")
-    text = ctx.store().export(fmt, include_resolved=include_resolved)
+    text = export_module.render(ctx.store(), fmt, include_resolved=include_resolved)
     if output:
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         click.echo(f"Wrote {fmt} export to {output}", err=True)
@@ -484,7 +486,7 @@ def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str
 @click.argument("file", type=click.Path(dir_okay=False))
 def import_(ctx: Ctx, file: str) -> None:
     """Import a JSON export, or astro-inline-review's inline-review.json."""
-    counts = ctx.store().import_file(file)
+    counts = importing.import_file(ctx.store(), file)
 
     def human() -> str:
         parts = [
@@ -520,7 +522,7 @@ def purge(ctx: Ctx, resolved: bool) -> None:
 )
 def context(ctx: Ctx, id: str, lines: int) -> None:
     """Show a note with the current Markdown around it, line-numbered (get_context)."""
-    found = ctx.store().get_context(id, lines)
+    found = context_module.get_context(ctx.store(), id, lines)
     ctx.emit(lean(found.to_dict()), found.text)
 
 

@@ -31,7 +31,8 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import __version__
+from . import __version__, export
+from . import context as context_module
 from . import store as store_module
 from .agents import (
     DEFAULT_WAIT_S,
@@ -200,7 +201,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         ] = 0,
     ) -> CallToolResult:
         def page(s: store_module.Store) -> CallToolResult:
-            found = s.list_annotations_page(pageUrl, status, limit=limit + 1, offset=offset)
+            found = s.list_annotations(pageUrl, status, limit=limit + 1, offset=offset)
             result = _result(_json(_items(found[:limit])))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
@@ -233,7 +234,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         READ,
     )
     def get_annotation(id: Id) -> CallToolResult:
-        return call(lambda s: _item(s.get(id)))
+        return call(lambda s: _item(s.get_annotation(id)))
 
     @tool(
         "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
@@ -242,7 +243,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         READ,
     )
     def get_export() -> CallToolResult:
-        return call(lambda s: s.export("markdown"), text=True)
+        return call(lambda s: export.render(s, "markdown"), text=True)
 
     @tool(
         "Mark an annotation (or page note) as addressed by the agent: status `addressed` (you "
@@ -352,7 +353,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
             Field(ge=0, le=MAX_LINES, description="Lines of Markdown to show before and after"),
         ] = DEFAULT_LINES,
     ) -> CallToolResult:
-        return call(lambda s: s.get_context(id, lines).text(), text=True)
+        return call(lambda s: context_module.get_context(s, id, lines).text(), text=True)
 
     @tool(
         'Wait for the reviewer to press "Send to agent" in the browser, and take that review. '
@@ -482,7 +483,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     def address_note(
         id: Annotated[str, Field(description="The annotation or page note ID, e.g. a_3f9c01ab22")],
     ) -> str:
-        return prompt_text(lambda s: note_walkthrough(s.get(id)))
+        return prompt_text(lambda s: note_walkthrough(s.get_annotation(id)))
 
     return server
 

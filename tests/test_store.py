@@ -144,12 +144,12 @@ def test_edit_annotation(store: Store) -> None:
 def test_delete_annotation_removes_replies(store: Store) -> None:
     a = store.add_annotation(text_note())
     store.add_agent_reply(a.id, "Done")
-    store.delete_annotation(a.id)
+    store.delete(a.id)
     with pytest.raises(annotate.AnnotationNotFound):
         store.get_annotation(a.id)
     assert store.conn.execute("SELECT count(*) FROM replies").fetchone()[0] == 0
     with pytest.raises(annotate.AnnotationNotFound):
-        store.delete_annotation(a.id)
+        store.delete(a.id)
 
 
 def test_page_notes(store: Store) -> None:
@@ -173,7 +173,7 @@ def test_page_notes(store: Store) -> None:
     store.accept(n.id)
     assert [p.id for p in store.list_page_notes()] == [other.id]
     assert [p.id for p in store.list_page_notes(include_resolved=True)] == [n.id, other.id]
-    store.delete_page_note(other.id)
+    store.delete(other.id)
     with pytest.raises(annotate.PageNoteNotFound, match='Page note with ID "'):
         store.get_page_note(other.id)
     with pytest.raises(annotate.ValidationError, match="note must not be empty"):
@@ -185,10 +185,10 @@ def test_page_notes(store: Store) -> None:
 def test_get_finds_either_kind(store: Store) -> None:
     a = store.add_annotation(text_note())
     n = store.add_page_note({"pageUrl": "/", "note": "x"})
-    assert isinstance(store.get(a.id), annotate.Annotation)
-    assert isinstance(store.get(n.id), annotate.PageNote)
+    assert isinstance(store.get_annotation(a.id), annotate.Annotation)
+    assert isinstance(store.get_annotation(n.id), annotate.PageNote)
     with pytest.raises(annotate.AnnotationNotFound):
-        store.get("p_nothing")
+        store.get_annotation("p_nothing")
 
 
 def test_reviews_collect_notes_since_the_last_one(store: Store) -> None:
@@ -373,8 +373,6 @@ def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     latest = schema.LATEST
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_label])
     monkeypatch.setattr(schema, "LATEST", latest + 1)
-    monkeypatch.setattr("annotate.store.MIGRATIONS", schema.MIGRATIONS)
-    monkeypatch.setattr("annotate.store.LATEST", len(schema.MIGRATIONS))
     new = Store(path)
     assert new.schema_version == schema.LATEST
     assert "label" in new.db["annotations"].columns_dict
@@ -383,18 +381,19 @@ def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert calls == [1]
 
 
-def test_text_selectors_of_a_page(store: Store) -> None:
+def test_text_selector_rows_of_a_page(store: Store) -> None:
     a = store.add_annotation(text_note())
     store.add_annotation(element_note())
     b = store.add_annotation(text_note(quote=None, position=None, selectedText="mkdocs serve"))
     store.add_annotation(text_note(pageUrl="/other/"))
     store.update_annotation_target(a.id, "pipx install mkdocs-annotate")
     store.accept(b.id)
-    pairs = store.text_selectors("/guide/install/")
-    assert [(id, s.exact, s.prefix, s.suffix, s.start, s.end, s.replaced_text) for id, s in pairs] == [
+    assert store.text_selector_rows("/guide/install/") == [
         (a.id, "pip install mkdocs-annotate", "Run ", " in a shell", 120, 147, "pipx install mkdocs-annotate")
     ]  # fmt: skip
-    assert [id for id, _ in store.text_selectors("/guide/install/", include_resolved=True)] == [
+    assert [
+        row[0] for row in store.text_selector_rows("/guide/install/", include_resolved=True)
+    ] == [
         a.id,
         b.id,
     ]

@@ -7,6 +7,7 @@ MCP tool make (STYLE.md §3); library errors become `{error, code}` with their `
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -25,10 +26,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .. import __version__, urls
+from .. import __version__, export, urls
 from .. import validation as validate
 from ..anchoring.pagecache import Anchors
-from ..errors import AnnotateError, ValidationError
+from ..errors import AnnotateError, AnnotationNotFound, ValidationError
+from ..models import Annotation
 from ..store import Store
 from . import review_page
 from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
@@ -245,12 +247,15 @@ class Api:
         anchor = _list(request, "anchorState")
         resolved = _bool(request, "includeResolved")
         items = await run_in_threadpool(
-            self.store.list_annotations_json,
-            page,
-            status,
-            type=kind,
-            anchor_state=anchor,
-            include_resolved=resolved,
+            functools.partial(
+                self.store.list_annotations,
+                page,
+                status,
+                type=kind,
+                anchor_state=anchor,
+                include_resolved=resolved,
+                as_json=True,
+            )
         )
         return json_bytes_response(f'{{"annotations":{items}}}'.encode())
 
@@ -262,7 +267,10 @@ class Api:
 
     async def get_annotation(self, request: Request) -> Response:
         _allow(request)
-        item = await run_in_threadpool(self.store.get_annotation, request.path_params["id"])
+        id = request.path_params["id"]
+        item = await run_in_threadpool(self.store.get_annotation, id)
+        if not isinstance(item, Annotation):
+            raise AnnotationNotFound(id)  # a page note's route is page-notes/{id}
         return JsonResponse(item.to_dict())
 
     async def edit_annotation(self, request: Request) -> Response:
@@ -273,7 +281,9 @@ class Api:
 
     async def delete_annotation(self, request: Request) -> Response:
         _allow(request)
-        await self._write(self.store.delete_annotation, request.path_params["id"])
+        await self._write(
+            functools.partial(self.store.delete, request.path_params["id"], kind="annotation")
+        )
         return Response(status_code=204)
 
     # lifecycle: annotations and page notes alike
@@ -365,7 +375,9 @@ class Api:
 
     async def delete_page_note(self, request: Request) -> Response:
         _allow(request)
-        await self._write(self.store.delete_page_note, request.path_params["id"])
+        await self._write(
+            functools.partial(self.store.delete, request.path_params["id"], kind="page_note")
+        )
         return Response(status_code=204)
 
     # reviews
@@ -425,7 +437,9 @@ class Api:
             if "includeResolved" not in request.query_params
             else _bool(request, "includeResolved")
         )
-        text = await run_in_threadpool(self.store.export, fmt, include_resolved=include)
+        text = await run_in_threadpool(
+            functools.partial(export.render, self.store, fmt, include_resolved=include)
+        )
         media = {
             "markdown": "text/markdown; charset=utf-8",
             "json": "application/json",
