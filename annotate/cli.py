@@ -1,7 +1,7 @@
 """The `annotate` command: each subcommand opens the store, makes one library call, prints.
 
 Human-readable output by default (for an agent reading it in a conversation), `--json` everywhere.
-Exit codes: 0 ok, 1 a user error with a one-line message, 2 usage (SPEC §7).
+Exit codes: 0 ok, 1 a user error with a one-line message, 2 usage (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -642,15 +642,15 @@ def setup(
     as_json: bool,
 ) -> None:
     """Connect coding agents: MCP configuration, skill files, .gitignore (idempotent)."""
-    from . import setup as setup_module
+    from . import agent_setup
 
-    chosen = setup_module.AGENTS if agent == "all" else (agent,)
+    chosen = agent_setup.AGENTS if agent == "all" else (agent,)
     try:
         project = str(find_project(project))
         if uninstall:
-            actions = setup_module.uninstall(project, chosen, scope, gate=gate)
+            actions = agent_setup.uninstall(project, chosen, scope, gate=gate)
         else:
-            actions = setup_module.install(
+            actions = agent_setup.install(
                 project, chosen, scope or "project", command=server_command, gate=gate
             )
     except AnnotateError as e:

@@ -1,6 +1,6 @@
 """The Markdown around a note, line-numbered: what `get_context` and `annotate context` show.
 
-Like `consider-cli context` (seeds/001 §6.2): the note with the current content of its Markdown file
+The note with the current content of its Markdown file
 around the lines it points at, read after lazy reconciliation so the line numbers are today's. When
 a note has no lines (an element, a page note, a quote not found in the Markdown) the top of the page's
 file is shown instead, and `warning` says why; a stale or orphaned note gets a warning too. A removed

@@ -1,6 +1,6 @@
-"""`annotate mcp`: the MCP server over stdio (SPEC §7), with the official `mcp` SDK.
+"""`annotate mcp`: the MCP server over stdio (docs/mcp.md), with the official `mcp` SDK.
 
-A drop-in for astro-inline-review's server (`seeds/003_8cb1700e38522664.txt`): the same eight tools,
+A drop-in for astro-inline-review's MCP server: the same eight tools,
 parameters and error texts, results as indented JSON text as it sends them, plus `get_context`,
 `wait_for_review`, `summary` and the reviews, and two prompts that walk an agent through a review
 or one note. Each tool is one library call. Library errors come
@@ -130,7 +130,7 @@ def _result(text: str, *, error: bool = False) -> CallToolResult:
 
 def _json(data: Any) -> str:
     # json.dumps(data, indent=2, ensure_ascii=False), byte for byte; pydantic-core's encoder is
-    # ~4x faster than the stdlib's, which falls back to pure Python when indenting.
+    # faster than the stdlib's, which falls back to pure Python when indenting (benchmarks/mcp.py).
     return pydantic_core.to_json(data, indent=2).decode()
 
 

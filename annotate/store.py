@@ -311,7 +311,7 @@ class Store:
     # -- annotations --------------------------------------------------------------------------
 
     def add_annotation(self, data: Mapping[str, Any]) -> Annotation:
-        """Create a text or element annotation from the JSON shape of SPEC §3.
+        """Create a text or element annotation from its JSON shape (docs/data-model.md).
 
         It is located in its page's Markdown file at once (a text note by its quote, an element
         note by its `src`, `href` or text), so `source` is there from the start.
@@ -1110,7 +1110,7 @@ class Store:
             return total
 
     def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
-        """Mutations after cursor `since` and the next cursor (the change feed of SPEC §6)."""
+        """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 "SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit)

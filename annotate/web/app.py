@@ -1,4 +1,4 @@
-"""The Starlette app: the REST API of SPEC §6 under `/__annotate/api/`, the review page, the overlay
+"""The Starlette app: the REST API (docs/http-api.md) under `/__annotate/api/`, the review page, the overlay
 files and, for `annotate serve`, a static site with the overlay injected.
 
 Each route translates one HTTP request into one library call, the same call the CLI command and the
@@ -532,7 +532,7 @@ def create_app(
     changes_timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_INTERVAL,
 ) -> Starlette:
-    """The whole web surface of one store, everything under `/__annotate/` (SPEC §6).
+    """The whole web surface of one store, everything under `/__annotate/` (docs/http-api.md).
 
     `token`: the project token (or a callable returning the current one, e.g. `tokens.TokenFile`);
     every API request must carry it in `X-Annotate-Token`. `read_only`: refuse every write with 405.
