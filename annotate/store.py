@@ -117,8 +117,9 @@ class Store:
     """All annotations, page notes, replies and reviews of one project.
 
     Methods carry the MCP tool names (`list_annotations`, `get_annotation`, `address_annotation`,
-    …). Lifecycle methods (`set_in_progress`, `address_annotation`, `add_agent_reply`, `accept`,
-    `reopen`, …) take the id of an annotation or of a page note.
+    …). Lifecycle methods (`set_in_progress`, `address_annotation`, `add_reply`, `accept`,
+    `reopen`, `delete`) take the id of an annotation or of a page note; their `kind`
+    (`"annotation"` or `"page_note"`) refuses an id of the other kind as not found.
     """
 
     def __init__(
@@ -655,10 +656,10 @@ class Store:
 
     # -- lifecycle, for annotations and page notes alike --------------------------------------
 
-    def set_in_progress(self, id: str) -> Item:
+    def set_in_progress(self, id: str, *, kind: str | None = None) -> Item:
         """open/addressed → in_progress (the agent started); a no-op when already in progress."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             _refuse_resolved(table, row, "start work")
             if row["status"] != "in_progress":
                 stamp = now()
@@ -684,6 +685,7 @@ class Store:
         *,
         message: str | None = None,
         deleted: bool = False,
+        kind: str | None = None,
     ) -> Item:
         """→ addressed (the agent is done; the reviewer accepts or reopens), in one transaction.
 
@@ -704,7 +706,7 @@ class Store:
         if message is not None:
             _reply_text(message)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             if text is not None and (table != "annotations" or row["type"] != "text"):
                 raise NotATextAnnotation()
             if deleted and table != "annotations":
@@ -739,7 +741,13 @@ class Store:
             return self._load(conn, table, id)
 
     def add_reply(
-        self, id: str, message: str, *, role: str = "reviewer", author: str | None = None
+        self,
+        id: str,
+        message: str,
+        *,
+        role: str = "reviewer",
+        author: str | None = None,
+        kind: str | None = None,
     ) -> Item:
         """Append a reply to the thread; always allowed, whatever the status."""
         if role not in ("reviewer", "agent"):
@@ -747,7 +755,7 @@ class Store:
         _reply_text(message)
         author = validate.text(author, "author", validate.MAX_AUTHOR) or None
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             stamp = now()
             self._insert_reply(conn, id, role, message, stamp, author)
             self._update(conn, table, id, {"updated_at": stamp})
@@ -801,10 +809,10 @@ class Store:
         """A reply with role `agent`, explaining what was done."""
         return self.add_reply(id, message, role="agent")
 
-    def accept(self, id: str) -> Item:
+    def accept(self, id: str, *, kind: str | None = None) -> Item:
         """The reviewer is satisfied: → resolved (kept, out of default listings, until purged)."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             if row["status"] == "resolved":
                 raise InvalidTransition(f'{LABELS[table]} "{id}" is already resolved')
             stamp = now()
@@ -815,7 +823,7 @@ class Store:
             self._settle_review(conn, row["review_id"])
             return self._load(conn, table, id)
 
-    def reopen(self, id: str, note: str | None = None) -> Item:
+    def reopen(self, id: str, note: str | None = None, *, kind: str | None = None) -> Item:
         """addressed/resolved → open; a follow-up note becomes a reviewer reply.
 
         With a follow-up, the note goes back to the agent at once: a review of just this note, in
@@ -826,7 +834,7 @@ class Store:
         if note is not None:
             validate.text(note, "note", validate.MAX_REPLY)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             if row["status"] not in ("addressed", "resolved"):
                 state = row["status"].replace("_", " ")
                 raise InvalidTransition(

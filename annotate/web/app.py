@@ -217,6 +217,12 @@ def _statuses(request: Request) -> str | list[str] | None:
     return values
 
 
+def _kind(request: Request) -> str | None:
+    # page-notes/{id}/… routes act on page notes only; annotation routes take either id, as the
+    # store's lifecycle methods do.
+    return "page_note" if request.url.path.startswith(f"{API}/page-notes/") else None
+
+
 def _created(data: dict[str, Any], url: str) -> JsonResponse:
     return JsonResponse(data, 201, {"Location": url})
 
@@ -295,13 +301,16 @@ class Api:
         id = request.path_params["id"]
         role = data.get("role", "reviewer")
 
-        def call() -> Any:
-            self._check_kind(request, id)
-            return self.store.add_reply(
-                id, data.get("message"), role=role, author=data.get("author")
+        item = await self._write(
+            functools.partial(
+                self.store.add_reply,
+                id,
+                data.get("message"),
+                role=role,
+                author=data.get("author"),
+                kind=_kind(request),
             )
-
-        item = await self._write(call)
+        )
         return JsonResponse(item.to_dict(), 201)
 
     async def status(self, request: Request) -> Response:
@@ -320,29 +329,24 @@ class Api:
             raise ValidationError("note is only used with action 'reopen'", "note")
         id = request.path_params["id"]
 
-        def call() -> Any:
-            self._check_kind(request, id)
-            if action == "start":
-                return self.store.set_in_progress(id)
-            if action == "address":
-                return self.store.address_annotation(
-                    id,
-                    data.get("replacedText"),
-                    message=data.get("message"),
-                    deleted=data.get("deleted", False),
-                )
-            if action == "accept":
-                return self.store.accept(id)
-            return self.store.reopen(id, data.get("note"))
-
+        kind = _kind(request)
+        if action == "start":
+            call = functools.partial(self.store.set_in_progress, id, kind=kind)
+        elif action == "address":
+            call = functools.partial(
+                self.store.address_annotation,
+                id,
+                data.get("replacedText"),
+                message=data.get("message"),
+                deleted=data.get("deleted", False),
+                kind=kind,
+            )
+        elif action == "accept":
+            call = functools.partial(self.store.accept, id, kind=kind)
+        else:
+            call = functools.partial(self.store.reopen, id, data.get("note"), kind=kind)
         item = await self._write(call)
         return JsonResponse(item.to_dict())
-
-    def _check_kind(self, request: Request, id: str) -> None:
-        # page-notes/{id}/… routes act on page notes only; annotation routes take either id,
-        # as the store's lifecycle methods do.
-        if request.url.path.startswith(f"{API}/page-notes/"):
-            self.store.get_page_note(id)
 
     # page notes
 
