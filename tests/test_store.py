@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import os
+import re
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +16,7 @@ import annotate
 from annotate import schema
 from annotate.store import Store
 
-from .conftest import element_note, text_note
+from .conftest import element_note, text_note, write_project
 
 
 def test_open_creates_store_in_project_folder(tmp_path: Path) -> None:
@@ -397,3 +401,89 @@ def test_text_selector_rows_of_a_page(store: Store) -> None:
         a.id,
         b.id,
     ]
+
+
+def test_the_store_imports_none_of_its_clients() -> None:
+    # Export, import and context are modules over the store's public methods: no circle.
+    package = Path(annotate.__file__).parent
+    for module in ("store", "dbfile", "filters"):
+        tree = ast.parse((package / f"{module}.py").read_text())
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1
+            for alias in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1
+        }
+        assert not imported & {"export", "importing", "context", "cli", "mcp_server", "web"}
+    for client in ("export", "importing", "context"):
+        source = (package / f"{client}.py").read_text()
+        assert not re.search(r"\bstore\._", source), client
+
+
+def _statements(store: Store, call: Any) -> tuple[Any, list[str]]:
+    """What `call()` returns and the SQL it ran on this thread's connection."""
+    ran: list[str] = []
+    store.conn.set_trace_callback(ran.append)
+    try:
+        return call(), ran
+    finally:
+        store.conn.set_trace_callback(None)
+
+
+def test_address_with_a_replacement_is_one_transaction(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        a = store.add_annotation(text_note())
+        md = tmp_path / "docs" / "guide" / "install.md"
+        md.write_text("# Install\n\nIntro.\n\nRun pipx install mkdocs-annotate in a shell.\n")
+        done, ran = _statements(
+            store, lambda: store.address_annotation(a.id, "pipx install mkdocs-annotate")
+        )
+        assert [s for s in ran if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
+        assert (done.status, done.anchor_state, done.source.line_start) == (
+            "addressed",
+            "anchored",
+            5,
+        )
+        assert done == store.get_annotation(a.id)
+
+
+def test_the_agents_sequence_writes_the_replacement_once(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        a = store.add_annotation(text_note())
+        md = tmp_path / "docs" / "guide" / "install.md"
+        md.write_text("# Install\n\nRun pipx install mkdocs-annotate in a shell.\n")
+        target = store.update_annotation_target(a.id, "pipx install mkdocs-annotate")
+        done, ran = _statements(
+            store, lambda: store.address_annotation(a.id, "pipx install mkdocs-annotate")
+        )
+        updates = [s for s in ran if s.startswith("UPDATE annotations")]
+        assert len(updates) == 1 and "replaced_text" not in updates[0]
+        assert done.source == target.source
+        assert done.replaced_text == "pipx install mkdocs-annotate"
+
+
+def test_a_read_of_unchanged_notes_is_one_read_transaction(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        a = store.add_annotation(text_note())
+        for read in (
+            lambda: store.get_annotation(a.id),
+            lambda: store.list_annotations(),
+            lambda: store.list_annotations(as_json=True),
+            lambda: store.summary(),
+        ):
+            _, ran = _statements(store, read)
+            assert [s for s in ran if s.startswith(("BEGIN", "UPDATE"))] == ["BEGIN"]
+        # A changed file is reconciled first, then read once.
+        md = tmp_path / "docs" / "guide" / "install.md"
+        md.write_text("# Install\n\nIntro.\n\nRun pip install mkdocs-annotate in a shell.\n")
+        os.utime(md, (md.stat().st_atime, md.stat().st_mtime + 10))
+        got, ran = _statements(store, lambda: store.get_annotation(a.id))
+        assert [s for s in ran if s.startswith("BEGIN")] == ["BEGIN", "BEGIN IMMEDIATE", "BEGIN"]
+        assert got.source.line_start == 5
