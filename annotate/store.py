@@ -168,6 +168,8 @@ class Store:
     def _tx(self, write: bool) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._file.transaction(write)
 
+    # -- reading: the reconciliation step, rows into objects ------------------------------
+
     @contextlib.contextmanager
     def _reading(
         self, scope: str | None, params: Sequence[Any] = ()
@@ -213,8 +215,6 @@ class Store:
             f"SELECT * {live} AND (source_file IN ({marks}) OR {nulls})",
             [*params, *files],
         )
-
-    # -- reading rows into objects ----------------------------------------------------------
 
     def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
         out: dict[str, list[Reply]] = {}
@@ -418,6 +418,34 @@ class Store:
             ).fetchall()
         return "[" + ",".join(row[0] for row in rows) + "]"
 
+    def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
+        """Change the reviewer's note, intent, suggestion or page title."""
+        with self._tx(write=True) as conn:
+            row = self._row(conn, "annotations", id)
+            if row is None:
+                raise AnnotationNotFound(id)
+            values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
+            values["updated_at"] = now()
+            self._update(conn, "annotations", id, values)
+            self._record(conn, "annotation", id, "edited", row["page_url"])
+            return self._load(conn, "annotations", id)
+
+    def update_annotation_target(self, id: str, replaced_text: str) -> Annotation:
+        """Record the text the agent put in place of the quote, and locate the note by it."""
+        text = _replaced(replaced_text)
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            if table != "annotations" or row["type"] != "text":
+                raise NotATextAnnotation()
+            _refuse_resolved(table, row, "update the target")
+            values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
+            moved = self._locate(row, values, force=True)
+            self._update(conn, table, id, values)
+            self._record(conn, "annotation", id, "target_updated", row["page_url"])
+            if moved:
+                self._record(conn, "annotation", id, "anchor", row["page_url"])
+            return self._load(conn, table, id)
+
     def text_selector_rows(
         self, page_url: str, *, include_resolved: bool = False
     ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
@@ -521,6 +549,53 @@ class Store:
         )
         return row[0] if row else None
 
+    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
+        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
+        # A removed note's text was deleted on purpose: there is nothing to find again.
+        rows = [r for r in rows if r["anchor_state"] != "removed"]
+        if not rows:
+            return 0
+        updates = reconcile.plan(rows, self._locator(), force=force)
+        if not updates:
+            return 0
+        by_id = {r["id"]: r for r in rows}
+        with self._tx(write=True) as conn:
+            for id, values in updates.items():
+                row = by_id[id]
+                sets = ", ".join(f"{k} = ?" for k in values)
+                # Write only if the inputs of the plan are still current: another connection may
+                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
+                # its answer is the newer one.
+                cur = conn.execute(
+                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
+                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
+                    (*values.values(), id, row["replaced_text"], row["source_file"],
+                     row["source_mtime"], row["quote_exact"]),
+                )  # fmt: skip
+                if cur.rowcount and reconcile.changed(row, values):
+                    self._record(conn, "annotation", id, "anchor", row["page_url"])
+        return len(updates)
+
+    def _locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
+        """Add to `values` (the columns a verb writes to annotation `row`) where the note is now,
+        inside the verb's write transaction; return whether what a reader sees moved.
+
+        `force`: its target just changed (a new `replacedText`), so it is located again even in
+        an unchanged file.
+        """
+        planned = {**row, **values}
+        update = reconcile.plan([planned], self._locator(), force=force).get(row["id"])
+        if not update:
+            return False
+        values.update(update)
+        return reconcile.changed(planned, update)
+
+    def reconcile(self, *, force: bool = False) -> int:
+        """Check every annotation against its Markdown file now; return how many were updated."""
+        with self._tx(write=False) as conn:
+            rows = _query(conn, ALL_ANNOTATIONS)
+        return self._reconcile(rows, force=force)
+
     # -- page URLs (annotate/urls.py) ------------------------------------------------------
 
     @functools.cached_property
@@ -578,81 +653,6 @@ class Store:
             return f"No page has notes yet ({url} included)."
         closest = difflib.get_close_matches(url, with_notes, n=CLOSEST_PAGES, cutoff=0.0)
         return f"No notes on page {url}. Pages with notes closest to it: {', '.join(closest)}."
-
-    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
-        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
-        # A removed note's text was deleted on purpose: there is nothing to find again.
-        rows = [r for r in rows if r["anchor_state"] != "removed"]
-        if not rows:
-            return 0
-        updates = reconcile.plan(rows, self._locator(), force=force)
-        if not updates:
-            return 0
-        by_id = {r["id"]: r for r in rows}
-        with self._tx(write=True) as conn:
-            for id, values in updates.items():
-                row = by_id[id]
-                sets = ", ".join(f"{k} = ?" for k in values)
-                # Write only if the inputs of the plan are still current: another connection may
-                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
-                # its answer is the newer one.
-                cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
-                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
-                    (*values.values(), id, row["replaced_text"], row["source_file"],
-                     row["source_mtime"], row["quote_exact"]),
-                )  # fmt: skip
-                if cur.rowcount and reconcile.changed(row, values):
-                    self._record(conn, "annotation", id, "anchor", row["page_url"])
-        return len(updates)
-
-    def _locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
-        """Add to `values` (the columns a verb writes to annotation `row`) where the note is now,
-        inside the verb's write transaction; return whether what a reader sees moved.
-
-        `force`: its target just changed (a new `replacedText`), so it is located again even in
-        an unchanged file.
-        """
-        planned = {**row, **values}
-        update = reconcile.plan([planned], self._locator(), force=force).get(row["id"])
-        if not update:
-            return False
-        values.update(update)
-        return reconcile.changed(planned, update)
-
-    def reconcile(self, *, force: bool = False) -> int:
-        """Check every annotation against its Markdown file now; return how many were updated."""
-        with self._tx(write=False) as conn:
-            rows = _query(conn, ALL_ANNOTATIONS)
-        return self._reconcile(rows, force=force)
-
-    def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
-        """Change the reviewer's note, intent, suggestion or page title."""
-        with self._tx(write=True) as conn:
-            row = self._row(conn, "annotations", id)
-            if row is None:
-                raise AnnotationNotFound(id)
-            values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
-            values["updated_at"] = now()
-            self._update(conn, "annotations", id, values)
-            self._record(conn, "annotation", id, "edited", row["page_url"])
-            return self._load(conn, "annotations", id)
-
-    def update_annotation_target(self, id: str, replaced_text: str) -> Annotation:
-        """Record the text the agent put in place of the quote, and locate the note by it."""
-        text = _replaced(replaced_text)
-        with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
-            if table != "annotations" or row["type"] != "text":
-                raise NotATextAnnotation()
-            _refuse_resolved(table, row, "update the target")
-            values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
-            moved = self._locate(row, values, force=True)
-            self._update(conn, table, id, values)
-            self._record(conn, "annotation", id, "target_updated", row["page_url"])
-            if moved:
-                self._record(conn, "annotation", id, "anchor", row["page_url"])
-            return self._load(conn, table, id)
 
     # -- lifecycle, for annotations and page notes alike --------------------------------------
 
