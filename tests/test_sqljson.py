@@ -1,4 +1,4 @@
-"""`Store.list_annotations_json` (JSON written by SQLite) equals `to_dict()` of every listed note."""
+"""`Store.list_annotations(as_json=True)` (JSON written by SQLite) equals `to_dict()` of every listed note."""
 
 from __future__ import annotations
 
