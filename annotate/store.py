@@ -407,10 +407,13 @@ class Store:
         )
         where, params = found.where()
         page, window = found.page()
-        scope = f"SELECT * FROM annotations WHERE {where} ORDER BY rowid{page}"
+        ordered = f"SELECT * FROM annotations WHERE {where} ORDER BY rowid{page}"
+        # Without a page, the notes to reconcile need no order: an aggregate over an ordered
+        # subquery would copy every row first.
+        scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
         with self._reading(scope, [*params, *window]) as conn:
             if not as_json:
-                return self._objects(conn, "annotations", _query(conn, scope, [*params, *window]))
+                return self._objects(conn, "annotations", _query(conn, ordered, [*params, *window]))
             rows = conn.execute(
                 f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} "
                 f"ORDER BY a.rowid{page}",
