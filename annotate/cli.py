@@ -1,7 +1,7 @@
 """The `annotate` command: each subcommand opens the store, makes one library call, prints.
 
 Human-readable output by default (for an agent reading it in a conversation), `--json` everywhere.
-Exit codes: 0 ok, 1 a user error with a one-line message, 2 usage (SPEC §7).
+Exit codes: 0 ok, 1 a user error with a one-line message, 2 usage (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 
 import click
 
-from . import agents
+from . import agents, importing
+from . import context as context_module
+from . import export as export_module
 from . import store as store_module
 from .context import DEFAULT_LINES, MAX_LINES
 from .diff import annotation_change
@@ -337,7 +339,7 @@ def _hint(store: store_module.Store, page: str | None, items: Sequence[Any]) -> 
 @click.argument("id")
 def get(ctx: Ctx, id: str) -> None:
     """Show one annotation or page note in full, with its replies."""
-    item = ctx.store().get(id)
+    item = ctx.store().get_annotation(id)
     ctx.emit(lean_item(item), lambda: _detail(item))
 
 
@@ -471,7 +473,7 @@ def summary(ctx: Ctx) -> None:
 def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str | None) -> None:
     """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD."""
     fmt = fmt or ("json" if ctx.as_json else "markdown")
-    text = ctx.store().export(fmt, include_resolved=include_resolved)
+    text = export_module.render(ctx.store(), fmt, include_resolved=include_resolved)
     if output:
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         click.echo(f"Wrote {fmt} export to {output}", err=True)
@@ -484,7 +486,7 @@ def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str
 @click.argument("file", type=click.Path(dir_okay=False))
 def import_(ctx: Ctx, file: str) -> None:
     """Import a JSON export, or astro-inline-review's inline-review.json."""
-    counts = ctx.store().import_file(file)
+    counts = importing.import_file(ctx.store(), file)
 
     def human() -> str:
         parts = [
@@ -520,7 +522,7 @@ def purge(ctx: Ctx, resolved: bool) -> None:
 )
 def context(ctx: Ctx, id: str, lines: int) -> None:
     """Show a note with the current Markdown around it, line-numbered (get_context)."""
-    found = ctx.store().get_context(id, lines)
+    found = context_module.get_context(ctx.store(), id, lines)
     ctx.emit(lean(found.to_dict()), found.text)
 
 
@@ -640,15 +642,15 @@ def setup(
     as_json: bool,
 ) -> None:
     """Connect coding agents: MCP configuration, skill files, .gitignore (idempotent)."""
-    from . import setup as setup_module
+    from . import agent_setup
 
-    chosen = setup_module.AGENTS if agent == "all" else (agent,)
+    chosen = agent_setup.AGENTS if agent == "all" else (agent,)
     try:
         project = str(find_project(project))
         if uninstall:
-            actions = setup_module.uninstall(project, chosen, scope, gate=gate)
+            actions = agent_setup.uninstall(project, chosen, scope, gate=gate)
         else:
-            actions = setup_module.install(
+            actions = agent_setup.install(
                 project, chosen, scope or "project", command=server_command, gate=gate
             )
     except AnnotateError as e:

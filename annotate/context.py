@@ -1,6 +1,6 @@
 """The Markdown around a note, line-numbered: what `get_context` and `annotate context` show.
 
-Like `consider-cli context` (seeds/001 §6.2): the note with the current content of its Markdown file
+The note with the current content of its Markdown file
 around the lines it points at, read after lazy reconciliation so the line numbers are today's. When
 a note has no lines (an element, a page note, a quote not found in the Markdown) the top of the page's
 file is shown instead, and `warning` says why; a stale or orphaned note gets a warning too. A removed
@@ -131,14 +131,14 @@ def get_context(store: Store, id: str, lines: int = DEFAULT_LINES) -> Context:
     """The note `id` with up to `lines` lines of its Markdown before and after its source lines."""
     if isinstance(lines, bool) or not isinstance(lines, int) or not 0 <= lines <= MAX_LINES:
         raise ValidationError(f"lines must be a whole number from 0 to {MAX_LINES}, got {lines!r}")
-    item = store.get(id)  # reconciles a text annotation whose file changed
+    item = store.get_annotation(id)  # reconciles a text annotation whose file changed
     source = item.source if isinstance(item, Annotation) else None
     if isinstance(item, Annotation) and item.anchor_state == "removed":
         source = None  # the lines where it was now hold other text: mark none
     path = (
         item.source.path
         if isinstance(item, Annotation) and item.source
-        else store._locator().page_file(item.page_url)
+        else store.page_file(item.page_url)
     )
     text = _read(store, path) if path else None
     if text is None:

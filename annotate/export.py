@@ -72,7 +72,7 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
         include_resolved = format != "markdown"
     if format == "markdown":
         # Straight from plain rows: building 100k objects first would double the time.
-        annotation_rows, note_rows, replies = store._outline(include_resolved=include_resolved)
+        annotation_rows, note_rows, replies = store.export_rows(include_resolved=include_resolved)
         with pause_gc():
             return _markdown(annotation_rows, note_rows, replies, datetime.now(timezone.utc))
     annotations, notes = store.all_items(include_resolved=include_resolved)
@@ -83,7 +83,7 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
 
 # -- Markdown -----------------------------------------------------------------------------------
 
-# The Markdown writer works on plain tuples, in the column order of `Store._outline`:
+# The Markdown writer works on plain tuples, in the column order of `Store.export_rows`:
 # annotations (id, type, page_url, page_title, note, status, intent, suggestion, selected_text,
 # css_selector, outer_html_preview, source_path, line_start, line_end, anchor_state,
 # replaced_text, original_excerpt, source_excerpt), page notes (id, page_url, page_title, note, status), and replies as
@@ -96,7 +96,7 @@ Replies = dict[str, list[tuple[str, str]]]
 def to_markdown(
     annotations: Iterable[Annotation], notes: Iterable[PageNote], *, now: datetime | None = None
 ) -> str:
-    """The Markdown export of these objects (what `Store.export("markdown")` writes)."""
+    """The Markdown export of these objects (what `render(store, "markdown")` writes)."""
     rows: list[AnnotationRow] = []
     note_rows: list[NoteRow] = []
     replies: Replies = {}

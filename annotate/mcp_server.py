@@ -1,6 +1,6 @@
-"""`annotate mcp`: the MCP server over stdio (SPEC §7), with the official `mcp` SDK.
+"""`annotate mcp`: the MCP server over stdio (docs/mcp.md), with the official `mcp` SDK.
 
-A drop-in for astro-inline-review's server (`seeds/003_8cb1700e38522664.txt`): the same eight tools,
+A drop-in for astro-inline-review's MCP server: the same eight tools,
 parameters and error texts, results as indented JSON text as it sends them, plus `get_context`,
 `wait_for_review`, `summary` and the reviews, and two prompts that walk an agent through a review
 or one note. Each tool is one library call. Library errors come
@@ -31,7 +31,8 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import __version__
+from . import __version__, export
+from . import context as context_module
 from . import store as store_module
 from .agents import (
     DEFAULT_WAIT_S,
@@ -129,7 +130,7 @@ def _result(text: str, *, error: bool = False) -> CallToolResult:
 
 def _json(data: Any) -> str:
     # json.dumps(data, indent=2, ensure_ascii=False), byte for byte; pydantic-core's encoder is
-    # ~4x faster than the stdlib's, which falls back to pure Python when indenting.
+    # faster than the stdlib's, which falls back to pure Python when indenting (benchmarks/mcp.py).
     return pydantic_core.to_json(data, indent=2).decode()
 
 
@@ -200,7 +201,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         ] = 0,
     ) -> CallToolResult:
         def page(s: store_module.Store) -> CallToolResult:
-            found = s.list_annotations_page(pageUrl, status, limit=limit + 1, offset=offset)
+            found = s.list_annotations(pageUrl, status, limit=limit + 1, offset=offset)
             result = _result(_json(_items(found[:limit])))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
@@ -233,7 +234,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         READ,
     )
     def get_annotation(id: Id) -> CallToolResult:
-        return call(lambda s: _item(s.get(id)))
+        return call(lambda s: _item(s.get_annotation(id)))
 
     @tool(
         "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
@@ -242,7 +243,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         READ,
     )
     def get_export() -> CallToolResult:
-        return call(lambda s: s.export("markdown"), text=True)
+        return call(lambda s: export.render(s, "markdown"), text=True)
 
     @tool(
         "Mark an annotation (or page note) as addressed by the agent: status `addressed` (you "
@@ -352,7 +353,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
             Field(ge=0, le=MAX_LINES, description="Lines of Markdown to show before and after"),
         ] = DEFAULT_LINES,
     ) -> CallToolResult:
-        return call(lambda s: s.get_context(id, lines).text(), text=True)
+        return call(lambda s: context_module.get_context(s, id, lines).text(), text=True)
 
     @tool(
         'Wait for the reviewer to press "Send to agent" in the browser, and take that review. '
@@ -482,7 +483,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     def address_note(
         id: Annotated[str, Field(description="The annotation or page note ID, e.g. a_3f9c01ab22")],
     ) -> str:
-        return prompt_text(lambda s: note_walkthrough(s.get(id)))
+        return prompt_text(lambda s: note_walkthrough(s.get_annotation(id)))
 
     return server
 

@@ -229,6 +229,3 @@ def changed(row: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
         "anchor_score",
     )
     return any(k in update and update[k] != row[k] for k in visible)
-
-
-Reconciler = Callable[[Iterable[Mapping[str, Any]]], dict[str, dict[str, Any]]]

@@ -1,55 +1,47 @@
-"""The annotation store: one SQLite file shared by the dev server, the MCP server and the CLI.
+"""The annotation store: every note, reply and review of one project, and the verbs on them.
 
 Every mutation is one `BEGIN IMMEDIATE` transaction that reads the latest row, checks the lifecycle
-and writes, so concurrent processes never lose an update (SPEC §4). Each thread (and each forked
-process) gets its own connection. Reads run in a read transaction, so an object and its replies always
-come from the same committed state.
+and writes, so concurrent processes never lose an update (docs/storage.md). Reads run in a read
+transaction, so an object and its replies always come from the same committed state. The file,
+its connections and transactions are `annotate/dbfile.py`'s.
+
+A text note's `source` follows its Markdown file (`annotate/reconcile.py`): every read path starts
+by reconciling the notes it is about to read whose file changed (`_reading`), and a verb that
+moves a note's target locates it again inside its own write transaction (`_locate`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import errno
 import functools
 import gc
 import json
-import logging
 import os
 import secrets
 import sqlite3
 import threading
 import time
-import weakref
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import sqlite_utils
 
 from . import pages, reconcile, sourcemap, urls
 from . import validation as validate
-from .anchoring import Selector
-from .context import Context, get_context
+from .dbfile import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, DbFile, now
 from .errors import (
-    AnnotateError,
     AnnotationNotFound,
     EmptyReplacedText,
     EmptyReply,
     InvalidTransition,
-    NewerSchemaError,
     NotATextAnnotation,
     PageNoteNotFound,
     ReviewNotFound,
-    StoreBusyError,
-    StoreCorruptError,
-    StoreError,
-    StoreFullError,
-    StoreGoneError,
-    StoreReadOnlyError,
     ValidationError,
 )
+from .filters import Filter
 from .models import (
     ANCHOR_STATES,
     STATUSES,
@@ -65,14 +57,10 @@ from .models import (
     TextQuote,
 )
 from .project import find_project
-from .schema import LATEST, MIGRATIONS, OWN_TABLES
 from .sqljson import ANNOTATION_JSON
 
-__all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "open", "project_db_path"]
+__all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "new_id", "now", "open", "project_db_path"]
 
-DEFAULT_DIR = ".annotate"
-DEFAULT_FILE = "annotations.db"
-BUSY_TIMEOUT_S = 10.0
 # SQLite's bound-variable limit is 32766 on current builds; stay far below it.
 IN_CHUNK = 500
 SOURCE_COLUMNS = (
@@ -97,89 +85,14 @@ ORIGINAL_COLUMNS = {
 WAITING = "status IN ('open', 'in_progress')"
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
-
-log = logging.getLogger("annotate.store")
+# What `_reading` reconciles: no annotation (page notes, reviews without notes), or all of them.
+NO_ANNOTATIONS = None
+ALL_ANNOTATIONS = "SELECT * FROM annotations"
 
 Item = Annotation | PageNote
 Row = Mapping[str, Any]
 LABELS = {"annotations": "Annotation", "page_notes": "Page note"}
-
-# One write lock per database file and process. SQLite serialises writers anyway, but a connection
-# that finds the file locked backs off in sleeps of up to 100 ms; threads of one process (the web
-# server's) queue here instead. Other processes still meet SQLite's busy timeout.
-_WRITE_LOCKS: dict[str, threading.RLock] = {}
-_WRITE_LOCKS_GUARD = threading.Lock()
-
-
-def _write_lock(path: Path) -> threading.RLock:
-    key = os.path.realpath(path)
-    with _WRITE_LOCKS_GUARD:
-        return _WRITE_LOCKS.setdefault(key, threading.RLock())
-
-
-def _forget_write_locks() -> None:
-    # A lock held by another thread at fork time would never be released in the child.
-    global _WRITE_LOCKS_GUARD
-    _WRITE_LOCKS.clear()
-    _WRITE_LOCKS_GUARD = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_write_locks)
-
-
-class _Connection(sqlite3.Connection):
-    """A plain connection that a `weakref.WeakSet` can hold (sqlite3.Connection cannot be weakly
-    referenced): the store keeps track of its open connections without keeping them alive."""
-
-    pid: int  # the process that opened it
-
-
-def _apply_migrations(conn: sqlite3.Connection, version: int) -> None:
-    """Bring the database from `version` to LATEST, inside the caller's write transaction."""
-    db = sqlite_utils.Database(conn)
-    if version == 0:
-        db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)")
-    for target in range(version, LATEST):
-        MIGRATIONS[target](db)
-        conn.execute(
-            "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (target + 1, now())
-        )
-
-
-def _notes(n: int) -> str:
-    return f"{n} note" if n == 1 else f"{n} notes"
-
-
-def _note_count(conn: sqlite3.Connection) -> int:
-    try:
-        return sum(
-            conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("annotations", "page_notes")
-        )
-    except sqlite3.Error:
-        return 0
-
-
-def _read_only_fs(path: Path) -> bool:
-    for candidate in (path, path.parent):
-        try:
-            return bool(os.statvfs(candidate).f_flag & os.ST_RDONLY)
-        except (OSError, AttributeError):  # AttributeError: no statvfs on Windows
-            continue
-    return False
-
-
-def _free_bytes(folder: Path) -> int | None:
-    try:
-        st = os.statvfs(folder)
-    except (OSError, AttributeError):
-        return None
-    return st.f_bavail * st.f_frsize
-
-
-def now() -> str:
-    """ISO 8601 UTC with milliseconds, e.g. `2026-11-21T10:30:00.123Z`."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+KINDS = {"annotation": "annotations", "page_note": "page_notes"}
 
 
 def new_id(prefix: str) -> str:
@@ -203,9 +116,10 @@ def open(project: str | os.PathLike[str] | None = None) -> Store:
 class Store:
     """All annotations, page notes, replies and reviews of one project.
 
-    Methods carry the MCP tool names (SPEC §3). Lifecycle methods (`set_in_progress`,
-    `address_annotation`, `add_agent_reply`, `accept`, `reopen`, …) take the id of an annotation or of
-    a page note.
+    Methods carry the MCP tool names (`list_annotations`, `get_annotation`, `address_annotation`,
+    …). Lifecycle methods (`set_in_progress`, `address_annotation`, `add_reply`, `accept`,
+    `reopen`, `delete`) take the id of an annotation or of a page note; their `kind`
+    (`"annotation"` or `"page_note"`) refuses an id of the other kind as not found.
     """
 
     def __init__(
@@ -215,174 +129,32 @@ class Store:
         project_dir: str | os.PathLike[str] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
     ) -> None:
-        self.path = Path(path)
-        if project_dir is None:
-            parent = self.path.parent
-            project_dir = parent.parent if parent.name == DEFAULT_DIR else parent
-        self.project_dir = Path(project_dir)
+        self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
+        self.path = self._file.path
+        self.project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
-        self._local = threading.local()
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
-        # The file the connections have open, as (device, inode), and how many times this store has
-        # moved to a new file at `path`: a thread whose connection is older reconnects.
-        self._identity: tuple[int, int] | None = None
-        self._generation = 0
-        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
-        self._follow_lock = threading.Lock()
-        self._prepare_folder()
-        self._create()
-        self._check_header()
-        self._migrate()
-        self._identity = self._file_identity()
 
-    # -- the file, connections and transactions -----------------------------------------------
-
-    def _prepare_folder(self, *, parents: bool = True) -> None:
-        folder = self.path.parent
-        if not folder.exists():
-            try:
-                folder.mkdir(parents=parents, mode=0o700)
-                if folder.name == DEFAULT_DIR:
-                    # Never committed, even before `annotate setup` adds it to .gitignore.
-                    (folder / ".gitignore").write_text("# created by mkdocs-annotate\n*\n")
-            except FileExistsError:
-                pass  # another process made it first
-            except OSError as e:
-                raise self._os_error(e) from None
-
-    def _create(self) -> None:
-        """Make a new store file when there is none, complete before it appears at `path`.
-
-        The schema is written under a temporary name and linked into place, so no file at `path`
-        is ever empty because we made it: an empty file there was made or truncated by something
-        else, and `_check_header` refuses it instead of starting a silent new store (issue #17).
-        """
-        if os.path.lexists(self.path):
-            return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        try:
-            try:
-                conn = sqlite3.connect(str(tmp), isolation_level=None)
-                try:
-                    conn.execute("PRAGMA journal_mode = WAL")
-                    conn.execute("BEGIN IMMEDIATE")
-                    _apply_migrations(conn, 0)
-                    conn.execute("COMMIT")
-                finally:
-                    conn.close()
-                with contextlib.suppress(FileExistsError):
-                    # link() fails when a file exists: two processes creating at once share one.
-                    os.link(tmp, self.path)
-            except sqlite3.Error as e:
-                raise self._translate(e) from None
-            except OSError as e:
-                raise self._os_error(e) from None
-        finally:
-            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-                with contextlib.suppress(OSError):
-                    os.unlink(leftover)
-
-    def _check_header(self) -> None:
-        # SQLite happily "opens" an empty file as a new database: refuse one we did not make.
-        # Only `stat`, never open(): closing any descriptor of a file drops every POSIX lock this
-        # process holds on it, SQLite's included, so a second Store on a file this process already
-        # has open would let other processes reset the WAL under it. A foreign file is refused by
-        # SQLite itself at the first read (SQLITE_NOTADB, see `_translate`).
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            raise StoreCorruptError(str(self.path), "the file disappeared while opening") from None
-        except OSError as e:
-            raise StoreCorruptError(str(self.path), e.strerror or str(e)) from None
-        if size == 0:
-            raise StoreCorruptError(
-                str(self.path),
-                "the file is empty: it was truncated or made by another program, never by "
-                "mkdocs-annotate; restore it from a backup or move it away",
-            )
-
-    def _file_identity(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
-
-    def _connect(self) -> _Connection:
-        # mode=rw: SQLite never creates the file here, so a store deleted under us cannot come
-        # back as an empty file (`_follow_file` handles that). SQLite falls back to read-only by
-        # itself when the file is read-only.
-        uri = self.path.absolute().as_uri()
-        try:
-            conn = self._configure(uri + "?mode=rw")
-        except StoreError:
-            # A WAL store on a read-only file system: SQLite cannot make its shared-memory file
-            # there. Nothing can change the file while the file system stays read-only, so it is
-            # read as immutable, unless a WAL file holds commits the main file lacks.
-            if not (_read_only_fs(self.path) and not Path(f"{self.path}-wal").exists()):
-                raise
-            conn = self._configure(uri + "?mode=ro&immutable=1")
-        conn.pid = os.getpid()
-        self._connections.add(conn)
-        return conn
-
-    def _configure(self, uri: str) -> _Connection:
-        try:
-            conn = sqlite3.connect(
-                uri,
-                uri=True,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-                factory=_Connection,
-            )
-        except sqlite3.Error as e:
-            raise self._translate(e) from None
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode.lower() != "wal":
-                with contextlib.suppress(sqlite3.OperationalError):
-                    # Refused on a read-only file, which is then still read in its own mode.
-                    conn.execute("PRAGMA journal_mode = WAL")
-            # NORMAL in WAL mode survives any process crash (SIGKILL included); only a power loss
-            # can drop the last commits.
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            # The first read: a WAL store that cannot be read fails here, not at first use.
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.DatabaseError as e:
-            conn.close()
-            raise self._translate(e) from None
-        return conn
+    # -- the file (annotate/dbfile.py) ---------------------------------------------------------
 
     @property
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (a forked child, or a thread whose file was replaced, gets a
         new one)."""
-        local = self._local
-        if (
-            getattr(local, "pid", None) != os.getpid()
-            or local.conn is None
-            or local.generation != self._generation
-        ):
-            local.conn = self._connect()
-            local.pid = os.getpid()
-            local.generation = self._generation
-        return local.conn
+        return self._file.conn
 
     @property
     def db(self) -> sqlite_utils.Database:
         """This thread's connection wrapped by sqlite-utils, for schema work and ad-hoc queries."""
-        return sqlite_utils.Database(self.conn)
+        return self._file.db
+
+    @property
+    def schema_version(self) -> int:
+        return self._file.schema_version
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
-            conn.close()
-        self._local.conn = None
+        self._file.close()
 
     def __enter__(self) -> Store:
         return self
@@ -393,214 +165,56 @@ class Store:
     def __repr__(self) -> str:
         return f"<Store {str(self.path)!r}>"
 
-    def _translate(self, error: sqlite3.Error) -> AnnotateError:
-        """The library error that says what is wrong with the file (issue #17)."""
-        text = str(error)
-        name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
-        if isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-            return StoreBusyError(str(self.path))
-        if name == "SQLITE_NOTADB" or text == "file is not a database":
-            return StoreCorruptError(str(self.path), "not an SQLite database")
-        if name == "SQLITE_FULL" or "database or disk is full" in text:
-            return StoreFullError(str(self.path))
-        # SQLite reports a failed write to the WAL or its shared memory as a plain I/O error.
-        io_error = name.startswith("SQLITE_IOERR") or "disk I/O error" in text
-        if io_error and _free_bytes(self.path.parent) == 0:
-            return StoreFullError(str(self.path))
-        if (
-            name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN"))
-            or "readonly database" in text
-            or "unable to open database file" in text
-        ):
-            detail = self._read_only_detail()
-            if detail:
-                return StoreReadOnlyError(str(self.path), f"{detail}; reading still works")
-        return StoreCorruptError(str(self.path), text)
+    def _tx(self, write: bool) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._file.transaction(write)
 
-    def _read_only_detail(self) -> str | None:
-        """Why the file cannot be written, or None when it could be."""
-        if _read_only_fs(self.path):
-            return "its file system is read-only"
-        if self.path.exists() and not os.access(self.path, os.W_OK):
-            return "the file is read-only"
-        if not os.access(self.path.parent, os.W_OK):
-            return f"its folder {str(self.path.parent)!r} is read-only"
-        return None
-
-    def _os_error(self, error: OSError) -> AnnotateError:
-        """The library error for a failed file operation of our own (creating the store)."""
-        if error.errno in (errno.ENOSPC, errno.EDQUOT):
-            return StoreFullError(str(self.path))
-        if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            detail = self._read_only_detail() or (error.strerror or str(error)).lower()
-            return StoreReadOnlyError(str(self.path), detail)
-        return StoreGoneError(str(self.path), error.strerror or str(error))
-
-    def _follow_file(self) -> sqlite3.Connection:
-        """This thread's connection to the file now at `path`, after noticing a deleted or
-        replaced store (issue #17).
-
-        `.annotate/` is gitignored, so `git clean -fdX` under a running server deletes it while the
-        server's connections keep the old file open: writes there would be acknowledged and never
-        seen by anyone. One `stat` per transaction notices it. A deleted store is recreated and
-        refilled from what this process still holds open; a store replaced by a file that was never
-        written to (another process recreated it first) is refilled the same way; a file holding
-        notes of its own is used as it is. Each case is logged as a warning.
-        """
-        try:
-            st = os.stat(self.path)
-            identity: tuple[int, int] | None = (st.st_dev, st.st_ino)
-            if st.st_size == 0:
-                self._check_header()  # truncated under us: refused, never written into
-        except FileNotFoundError:
-            identity = None
-        except OSError:
-            identity = self._identity  # unreadable folder: the connection's error will say
-        if identity == self._identity or self._identity is None:
-            return self.conn
-        with _write_lock(self.path), self._follow_lock:
-            identity = self._file_identity()
-            if identity == self._identity:
-                return self.conn
-            old = self._old_connection()
-            deleted = identity is None
-            if deleted:
-                if not self.project_dir.is_dir():
-                    raise StoreGoneError(str(self.path), "the project folder is gone")
-                self._prepare_folder(parents=False)
-                self._create()
-            self._check_header()
-            self._generation += 1
-            conn = self.conn
-            self._version(conn)
-            copied = self._refill(conn, old) if old is not None else None
-            held = _note_count(old) if old is not None and copied is None else 0
-            self._identity = self._file_identity()
-        what = "was deleted" if deleted else "was replaced by another file"
-        if copied is None:
-            how = (
-                f"it holds notes of its own, so it is used as it is (the {_notes(held)} of the "
-                f"file it replaced {'is' if held == 1 else 'are'} not in it)"
-            )
-            if deleted or old is None:
-                how = "nothing was left to restore"
-        else:
-            how = f"the {_notes(copied)} this process still held were written into the new file"
-        log.warning("%s %s while in use; %s", self.path, what, how)
-        return conn
-
-    def _old_connection(self) -> sqlite3.Connection | None:
-        """An open connection to the file this store used before, to copy its rows from."""
-        mine = getattr(self._local, "conn", None)
-        candidates = [mine, *self._connections]
-        for conn in candidates:
-            if conn is None or getattr(conn, "pid", None) != os.getpid():
-                continue  # a connection made before a fork belongs to the parent
-            if conn.in_transaction:
-                continue  # another thread's, in use
-            try:
-                conn.execute("SELECT 1").fetchone()
-            except sqlite3.Error:
-                continue  # closed
-            return conn
-        return None
-
-    def _refill(self, new: sqlite3.Connection, old: sqlite3.Connection) -> int | None:
-        """Copy every row of `old` into `new` if `new` has never been written; return how many
-        notes that copied, or None when `new` holds rows of its own (or another schema)."""
-        tables = sorted(OWN_TABLES - {"schema_version"})
-        try:
-            old.execute("BEGIN")
-            try:
-                if self._version(old) != LATEST:
-                    return None
-                new.execute("BEGIN IMMEDIATE")
-                try:
-                    if self._version(new) != LATEST or any(
-                        new.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in tables
-                    ):
-                        new.execute("ROLLBACK")
-                        return None
-                    for table in tables:
-                        rows = old.execute(f"SELECT * FROM {table}")
-                        cols = ", ".join(d[0] for d in rows.description)
-                        marks = ", ".join("?" * len(rows.description))
-                        new.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
-                    new.execute("COMMIT")
-                except BaseException:
-                    if new.in_transaction:
-                        new.execute("ROLLBACK")
-                    raise
-                return _note_count(new)
-            finally:
-                old.execute("ROLLBACK")
-        except sqlite3.Error as e:
-            raise self._translate(e) from None
+    # -- reading: the reconciliation step, rows into objects ------------------------------
 
     @contextlib.contextmanager
-    def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction: IMMEDIATE for writes (no lock upgrade races), deferred for reads."""
-        conn = self._follow_file()
-        lock = _write_lock(self.path) if write else None
-        if lock is not None:
-            lock.acquire()
-        try:
-            try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            except sqlite3.Error as e:
-                raise self._translate(e) from None
-            try:
-                yield conn
-            except BaseException as e:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if isinstance(e, sqlite3.Error):
-                    raise self._translate(e) from None
-                raise
-            else:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error as e:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise self._translate(e) from None
-        finally:
-            if lock is not None:
-                lock.release()
+    def _reading(
+        self, scope: str | None, params: Sequence[Any] = ()
+    ) -> Iterator[sqlite3.Connection]:
+        """A read transaction in which the annotations `scope` selects (a `SELECT * FROM
+        annotations …`, or None for none) are up to date with their Markdown files.
 
-    def _migrate(self) -> None:
-        try:
-            version = self._version(self.conn)
-            if version == LATEST:
-                return
-            with self._tx(write=True) as conn:
-                _apply_migrations(conn, self._version(conn))
-        except sqlite3.Error as e:
-            raise self._translate(e) from None
+        The reconciliation step at the top of every read path: one grouped query gives each file
+        and the mtime recorded for it, and a file whose mtime on disk is the recorded one needs
+        nothing, so an unchanged store costs a `stat` per file and the read goes on in the same
+        transaction. Notes whose file changed are located again and written first (outside any
+        write lock while their Markdown is read), then read in a new transaction.
+        """
+        if scope is not None:
+            with self._tx(write=False) as conn:
+                stale = self._stale(conn, scope, params)
+                if not stale:
+                    yield conn
+                    return
+            self._reconcile(stale)
+        with self._tx(write=False) as conn:
+            yield conn
 
-    def _version(self, conn: sqlite3.Connection) -> int:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        tables.discard("sqlite_sequence")
-        if "schema_version" not in tables:
-            if tables:
-                # Someone's other database: refuse rather than add our tables to it.
-                raise StoreCorruptError(
-                    str(self.path), "it holds other tables and was not written by mkdocs-annotate"
-                )
-            return 0
-        row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-        version = row[0] or 0
-        if version > LATEST:
-            raise NewerSchemaError(str(self.path), version, LATEST)
-        if version == LATEST and not tables >= OWN_TABLES:
-            raise StoreCorruptError(str(self.path), "tables are missing")
-        return version
-
-    @property
-    def schema_version(self) -> int:
-        return self._version(self.conn)
-
-    # -- reading rows into objects ----------------------------------------------------------
+    def _stale(
+        self, conn: sqlite3.Connection, scope: str, params: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        """The rows `scope` selects whose Markdown file changed since their last check."""
+        live = f"FROM ({scope}) WHERE anchor_state != 'removed'"
+        groups = conn.execute(
+            f"SELECT source_file, source_mtime {live} GROUP BY source_file, source_mtime", params
+        ).fetchall()
+        if not groups:
+            return []
+        locator = self._locator()
+        changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
+        if not changed:
+            return []
+        files = sorted(f for f in changed if f is not None)
+        marks = ",".join("?" * len(files))
+        nulls = "source_file IS NULL" if None in changed else "0"
+        return _query(
+            conn,
+            f"SELECT * {live} AND (source_file IN ({marks}) OR {nulls})",
+            [*params, *files],
+        )
 
     def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
         out: dict[str, list[Reply]] = {}
@@ -661,13 +275,15 @@ class Store:
         found = _query(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
         return found[0] if found else None
 
-    def _find(self, conn: sqlite3.Connection, id: str) -> tuple[str, Row]:
-        """The annotation or page note with this id, with the reference's not-found message."""
-        for table in ("annotations", "page_notes"):
+    def _find(self, conn: sqlite3.Connection, id: str, kind: str | None = None) -> tuple[str, Row]:
+        """The annotation or page note with this id (only that `kind` when given, "annotation"
+        or "page_note"), with the reference's not-found message."""
+        tables = ("annotations", "page_notes") if kind is None else (KINDS[kind],)
+        for table in tables:
             row = self._row(conn, table, id)
             if row is not None:
                 return table, row
-        raise AnnotationNotFound(id)
+        raise PageNoteNotFound(id) if kind == "page_note" else AnnotationNotFound(id)
 
     def _load(self, conn: sqlite3.Connection, table: str, id: str) -> Any:
         row = self._row(conn, table, id)
@@ -696,7 +312,7 @@ class Store:
     # -- annotations --------------------------------------------------------------------------
 
     def add_annotation(self, data: Mapping[str, Any]) -> Annotation:
-        """Create a text or element annotation from the JSON shape of SPEC §3.
+        """Create a text or element annotation from its JSON shape (docs/data-model.md).
 
         It is located in its page's Markdown file at once (a text note by its quote, an element
         note by its `src`, `href` or text), so `source` is there from the start.
@@ -725,13 +341,40 @@ class Store:
             self._record(conn, "annotation", row["id"], "created", row["page_url"])
             return self._load(conn, "annotations", row["id"])
 
-    def get_annotation(self, id: str) -> Annotation:
-        if not validate.is_valid_id(id):
-            raise AnnotationNotFound(id)
-        found = self._select("SELECT * FROM annotations WHERE id = ?", [id])
-        if not found:
-            raise AnnotationNotFound(id)
-        return found[0]
+    def get_annotation(self, id: str) -> Item:
+        """The annotation (or page note) with this id, as the MCP tool `get_annotation` gives it."""
+        valid = validate.is_valid_id(id)
+        with self._reading(ALL_ANNOTATIONS + " WHERE id = ?" if valid else None, [id]) as conn:
+            table, row = self._find(conn, id)
+            return self._objects(conn, table, [row])[0]
+
+    @overload
+    def list_annotations(
+        self,
+        page_url: str | None = ...,
+        status: str | Iterable[str] | None = ...,
+        *,
+        type: str | None = ...,
+        anchor_state: str | Iterable[str] | None = ...,
+        include_resolved: bool = ...,
+        limit: int | None = ...,
+        offset: int = ...,
+        as_json: Literal[False] = ...,
+    ) -> list[Annotation]: ...
+
+    @overload
+    def list_annotations(
+        self,
+        page_url: str | None = ...,
+        status: str | Iterable[str] | None = ...,
+        *,
+        type: str | None = ...,
+        anchor_state: str | Iterable[str] | None = ...,
+        include_resolved: bool = ...,
+        limit: int | None = ...,
+        offset: int = ...,
+        as_json: Literal[True],
+    ) -> str: ...
 
     def list_annotations(
         self,
@@ -741,51 +384,81 @@ class Store:
         type: str | None = None,
         anchor_state: str | Iterable[str] | None = None,
         include_resolved: bool = False,
-    ) -> list[Annotation]:
-        """Annotations in creation order; resolved ones only when asked for (by status or flag)."""
-        page_url = None if page_url is None else self.page_url(page_url)
-        where, params = _annotation_filters(page_url, status, type, anchor_state, include_resolved)
-        return self._select(f"SELECT * FROM annotations WHERE {where} ORDER BY rowid", params)
+        limit: int | None = None,
+        offset: int = 0,
+        as_json: bool = False,
+    ) -> list[Annotation] | str:
+        """Annotations in creation order; resolved ones only when asked for (by status or flag).
 
-    def list_annotations_json(
-        self,
-        page_url: str | None = None,
-        status: str | Iterable[str] | None = None,
-        *,
-        type: str | None = None,
-        anchor_state: str | Iterable[str] | None = None,
-        include_resolved: bool = False,
-    ) -> str:
-        """`list_annotations` as the JSON array of their `to_dict()`s, written by SQLite.
-
-        For listings read on every page load (the web API): no object per row (annotate/sqljson.py).
+        The one listing behind the CLI's `list`, the MCP tool and `GET /__annotate/api/
+        annotations`: one filter (`annotate.filters.Filter`), at most `limit` from `offset`; only
+        the annotations returned are reconciled with their Markdown files. `as_json`: the JSON
+        array of their `to_dict()`s, written by SQLite (no object per row: the web API's listing,
+        read on every page load; annotate/sqljson.py).
         """
-        page_url = None if page_url is None else self.page_url(page_url)
-        where, params = _annotation_filters(page_url, status, type, anchor_state, include_resolved)
-        self._reconcile_where(where, params)
-        with self._tx(write=False) as conn:
+        found = Filter.of(
+            None if page_url is None else self.page_url(page_url),
+            status,
+            type=type,
+            anchor_state=anchor_state,
+            include_resolved=include_resolved,
+            limit=limit,
+            offset=offset,
+        )
+        where, params = found.where()
+        page, window = found.page()
+        ordered = f"SELECT * FROM annotations WHERE {where} ORDER BY rowid{page}"
+        # Without a page, the notes to reconcile need no order: an aggregate over an ordered
+        # subquery would copy every row first.
+        scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
+        with self._reading(scope, [*params, *window]) as conn:
+            if not as_json:
+                return self._objects(conn, "annotations", _query(conn, ordered, [*params, *window]))
             rows = conn.execute(
-                f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} ORDER BY a.rowid",
-                params,
+                f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} "
+                f"ORDER BY a.rowid{page}",
+                [*params, *window],
             ).fetchall()
         return "[" + ",".join(row[0] for row in rows) + "]"
 
-    def text_selectors(
-        self, page_url: str, *, include_resolved: bool = False
-    ) -> list[tuple[str, Selector]]:
-        """The id and selector of each text annotation of a page, in creation order.
+    def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
+        """Change the reviewer's note, intent, suggestion or page title."""
+        with self._tx(write=True) as conn:
+            row = self._row(conn, "annotations", id)
+            if row is None:
+                raise AnnotationNotFound(id)
+            values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
+            values["updated_at"] = now()
+            self._update(conn, "annotations", id, values)
+            self._record(conn, "annotation", id, "edited", row["page_url"])
+            return self._load(conn, "annotations", id)
 
-        For re-anchoring in the page's text (the anchor route): no replies and no Markdown
-        reconciliation, which positions in the page text do not depend on.
-        """
-        rows = self.text_selector_rows(page_url, include_resolved=include_resolved)
-        return [(row[0], Selector(*row[1:])) for row in rows]
+    def update_annotation_target(self, id: str, replaced_text: str) -> Annotation:
+        """Record the text the agent put in place of the quote, and locate the note by it."""
+        text = _replaced(replaced_text)
+        with self._tx(write=True) as conn:
+            table, row = self._find(conn, id)
+            if table != "annotations" or row["type"] != "text":
+                raise NotATextAnnotation()
+            _refuse_resolved(table, row, "update the target")
+            values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
+            moved = self._locate(row, values, force=True)
+            self._update(conn, table, id, values)
+            self._record(conn, "annotation", id, "target_updated", row["page_url"])
+            if moved:
+                self._record(conn, "annotation", id, "anchor", row["page_url"])
+            return self._load(conn, table, id)
 
     def text_selector_rows(
         self, page_url: str, *, include_resolved: bool = False
     ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
-        """`text_selectors` as plain tuples `(id, exact, prefix, suffix, start, end,
-        replaced_text)`: cheap to compare, for a caller that remembers answers."""
+        """The selector of each text annotation of a page, in creation order, as plain tuples
+        `(id, exact, prefix, suffix, start, end, replaced_text)`: cheap to compare, for the anchor
+        route, which remembers its answers (annotate/anchoring/pagecache.py).
+
+        No replies and no Markdown reconciliation: positions in the page text do not depend on
+        them.
+        """
         page_url = self.page_url(page_url)
         sql = (
             "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
@@ -802,7 +475,7 @@ class Store:
             cur.row_factory = None  # plain tuples: a page load reads every note of the page
             return cur.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
 
-    # -- lazy reconciliation (SPEC §5, seeds/001 §4.3) -------------------------------------
+    # -- Markdown sources (annotate/reconcile.py) ----------------------------------------------
 
     def register_pages(
         self, pages: Mapping[str, str], objects: Mapping[str, list[Any]] | None = None
@@ -850,6 +523,11 @@ class Store:
         self._prepared[path] = mtime
         return True
 
+    def page_file(self, page_url: str) -> str | None:
+        """The Markdown file (relative to the project) a page is built from: the plugin's record,
+        else mkdocs.yml's rules; None when none is known."""
+        return self._locator().page_file(self.page_url(page_url))
+
     def _locator(self) -> reconcile.Locator:
         return reconcile.Locator(
             self.project_dir, registered=self._registered_page, page_objects=self._page_objects
@@ -857,7 +535,7 @@ class Store:
 
     def _page_objects(self, page_url: str) -> list[Any] | None:
         row = (
-            self._follow_file()
+            self._file.connection()
             .execute("SELECT generated FROM pages WHERE page_url = ?", (page_url,))
             .fetchone()
         )
@@ -868,11 +546,58 @@ class Store:
 
     def _registered_page(self, page_url: str) -> str | None:
         row = (
-            self._follow_file()
+            self._file.connection()
             .execute("SELECT src_path FROM pages WHERE page_url = ?", (page_url,))
             .fetchone()
         )
         return row[0] if row else None
+
+    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
+        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
+        # A removed note's text was deleted on purpose: there is nothing to find again.
+        rows = [r for r in rows if r["anchor_state"] != "removed"]
+        if not rows:
+            return 0
+        updates = reconcile.plan(rows, self._locator(), force=force)
+        if not updates:
+            return 0
+        by_id = {r["id"]: r for r in rows}
+        with self._tx(write=True) as conn:
+            for id, values in updates.items():
+                row = by_id[id]
+                sets = ", ".join(f"{k} = ?" for k in values)
+                # Write only if the inputs of the plan are still current: another connection may
+                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
+                # its answer is the newer one.
+                cur = conn.execute(
+                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
+                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
+                    (*values.values(), id, row["replaced_text"], row["source_file"],
+                     row["source_mtime"], row["quote_exact"]),
+                )  # fmt: skip
+                if cur.rowcount and reconcile.changed(row, values):
+                    self._record(conn, "annotation", id, "anchor", row["page_url"])
+        return len(updates)
+
+    def _locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
+        """Add to `values` (the columns a verb writes to annotation `row`) where the note is now,
+        inside the verb's write transaction; return whether what a reader sees moved.
+
+        `force`: its target just changed (a new `replacedText`), so it is located again even in
+        an unchanged file.
+        """
+        planned = {**row, **values}
+        update = reconcile.plan([planned], self._locator(), force=force).get(row["id"])
+        if not update:
+            return False
+        values.update(update)
+        return reconcile.changed(planned, update)
+
+    def reconcile(self, *, force: bool = False) -> int:
+        """Check every annotation against its Markdown file now; return how many were updated."""
+        with self._tx(write=False) as conn:
+            rows = _query(conn, ALL_ANNOTATIONS)
+        return self._reconcile(rows, force=force)
 
     # -- page URLs (annotate/urls.py) ------------------------------------------------------
 
@@ -890,10 +615,10 @@ class Store:
         path = validate.page_url(cleaned, field)
         forms = urls.candidates(path, self._site_path)
         marks = ",".join("?" * len(forms))
-        # Through _follow_file, as a transaction would: this read runs before the write it
+        # Through `connection()`, as a transaction would: this read runs before the write it
         # names the page for, and a deleted store must be recreated first (issue #17).
         found = (
-            self._follow_file()
+            self._file.connection()
             .execute(
                 f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
                 f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
@@ -932,130 +657,12 @@ class Store:
         closest = difflib.get_close_matches(url, with_notes, n=CLOSEST_PAGES, cutoff=0.0)
         return f"No notes on page {url}. Pages with notes closest to it: {', '.join(closest)}."
 
-    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
-        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
-        # A removed note's text was deleted on purpose: there is nothing to find again.
-        rows = [r for r in rows if r["anchor_state"] != "removed"]
-        if not rows:
-            return 0
-        updates = reconcile.plan(rows, self._locator(), force=force)
-        if not updates:
-            return 0
-        by_id = {r["id"]: r for r in rows}
-        with self._tx(write=True) as conn:
-            for id, values in updates.items():
-                row = by_id[id]
-                sets = ", ".join(f"{k} = ?" for k in values)
-                # Write only if the inputs of the plan are still current: another connection may
-                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
-                # its answer is the newer one.
-                cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
-                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
-                    (*values.values(), id, row["replaced_text"], row["source_file"],
-                     row["source_mtime"], row["quote_exact"]),
-                )  # fmt: skip
-                if cur.rowcount and reconcile.changed(row, values):
-                    self._record(conn, "annotation", id, "anchor", row["page_url"])
-        return len(updates)
-
-    def _reconcile_where(self, where: str, params: Iterable[Any] = ()) -> int:
-        """Reconcile the text annotations matching `where`, reading only those whose file changed.
-
-        One grouped query gives each file and the mtime recorded for it; a file whose mtime on disk
-        is the recorded one needs nothing, so a whole-store read costs a `stat` per file instead of
-        Python work per annotation.
-        """
-        locator = self._locator()
-        cond = f"anchor_state != 'removed' AND ({where})"
-        with self._tx(write=False) as conn:
-            params = list(params)
-            groups = conn.execute(
-                f"SELECT source_file, source_mtime FROM annotations WHERE {cond} "
-                "GROUP BY source_file, source_mtime",
-                params,
-            ).fetchall()
-            changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
-            if not changed:
-                return 0
-            files = sorted(f for f in changed if f is not None)
-            marks = ",".join("?" * len(files))
-            nulls = "source_file IS NULL" if None in changed else "0"
-            rows = _query(
-                conn,
-                f"SELECT * FROM annotations WHERE {cond} AND (source_file IN ({marks}) OR {nulls})",
-                [*params, *files],
-            )
-        return self._reconcile(rows)
-
-    def _select(self, sql: str, params: Iterable[Any] = ()) -> list[Annotation]:
-        """Annotations from a query, reconciled with the Markdown files first."""
-        params = list(params)
-        with self._tx(write=False) as conn:
-            rows = _query(conn, sql, params)
-            objects = self._objects(conn, "annotations", rows)
-        if self._reconcile(rows):
-            with self._tx(write=False) as conn:
-                rows = _query(conn, sql, params)
-                objects = self._objects(conn, "annotations", rows)
-        return objects
-
-    def reconcile(self, *, force: bool = False) -> int:
-        """Check every annotation against its Markdown file now; return how many were updated."""
-        with self._tx(write=False) as conn:
-            rows = _query(conn, "SELECT * FROM annotations")
-        return self._reconcile(rows, force=force)
-
-    def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
-        """Change the reviewer's note, intent, suggestion or page title."""
-        with self._tx(write=True) as conn:
-            row = self._row(conn, "annotations", id)
-            if row is None:
-                raise AnnotationNotFound(id)
-            values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
-            values["updated_at"] = now()
-            self._update(conn, "annotations", id, values)
-            self._record(conn, "annotation", id, "edited", row["page_url"])
-            return self._load(conn, "annotations", id)
-
-    def delete_annotation(self, id: str) -> None:
-        self._delete("annotations", id)
-
-    def update_annotation_target(self, id: str, replaced_text: str) -> Annotation:
-        """Record the text the agent put in place of the quote, so the note can be re-located."""
-        text = _replaced(replaced_text)
-        with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
-            if table != "annotations" or row["type"] != "text":
-                raise NotATextAnnotation()
-            _refuse_resolved(table, row, "update the target")
-            self._update(conn, table, id, {"replaced_text": text, "updated_at": now()})
-            self._record(conn, "annotation", id, "target_updated", row["page_url"])
-        return self._relocated(id)
-
-    def _relocated(self, id: str) -> Annotation:
-        """The annotation after locating it again now: its target text just changed."""
-        with self._tx(write=False) as conn:
-            row = self._row(conn, "annotations", id)
-        if row is not None:
-            self._reconcile([row], force=True)
-        return self.get_annotation(id)
-
     # -- lifecycle, for annotations and page notes alike --------------------------------------
 
-    def get(self, id: str) -> Item:
-        """The annotation or page note with this id."""
-        with self._tx(write=False) as conn:
-            table, row = self._find(conn, id)
-            item = self._objects(conn, table, [row])[0]
-        if table == "annotations" and self._reconcile([row]):
-            return self.get_annotation(id)
-        return item
-
-    def set_in_progress(self, id: str) -> Item:
+    def set_in_progress(self, id: str, *, kind: str | None = None) -> Item:
         """open/addressed → in_progress (the agent started); a no-op when already in progress."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             _refuse_resolved(table, row, "start work")
             if row["status"] != "in_progress":
                 stamp = now()
@@ -1081,12 +688,15 @@ class Store:
         *,
         message: str | None = None,
         deleted: bool = False,
+        kind: str | None = None,
     ) -> Item:
-        """→ addressed (the agent is done; the reviewer accepts or reopens).
+        """→ addressed (the agent is done; the reviewer accepts or reopens), in one transaction.
 
-        `message`: a reply (role `agent`) stored in the same transaction, so the reviewer sees the
-        reply and the badge together. `deleted`: the agent deleted the annotated text as asked; the
-        note becomes `removed` and re-anchoring leaves it be (it would find other text there).
+        `replaced_text`: the text now standing where the quote was; the note is located by it
+        at once (unless `update_annotation_target` already recorded the same text). `message`: a
+        reply (role `agent`), so the reviewer sees the reply and the badge together. `deleted`:
+        the agent deleted the annotated text as asked; the note becomes `removed` and
+        re-anchoring leaves it be (it would find other text there).
         """
         text = None if replaced_text is None else _replaced(replaced_text)
         if not isinstance(deleted, bool):
@@ -1099,7 +709,7 @@ class Store:
         if message is not None:
             _reply_text(message)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             if text is not None and (table != "annotations" or row["type"] != "text"):
                 raise NotATextAnnotation()
             if deleted and table != "annotations":
@@ -1114,23 +724,33 @@ class Store:
                 "addressed_at": stamp,
                 "updated_at": stamp,
             }
-            if text is not None:
+            retarget = text is not None and (
+                text != row["replaced_text"] or row["anchor_state"] == "removed"
+            )
+            if retarget:
                 values["replaced_text"] = text
                 if row["anchor_state"] == "removed":
                     values["anchor_state"] = "stale"  # replaced after all: locate it again
             if deleted:
                 values.update(anchor_state="removed", anchor_score=None)
+            moved = table == "annotations" and self._locate(row, values, force=retarget)
             self._update(conn, table, id, values)
             if message is not None:
                 self._insert_reply(conn, id, "agent", message, stamp)
             self._record(conn, _kind(table), id, "addressed", row["page_url"])
+            if moved:
+                self._record(conn, "annotation", id, "anchor", row["page_url"])
             self._settle_review(conn, row["review_id"])
-            if text is None:
-                return self._load(conn, table, id)
-        return self._relocated(id)
+            return self._load(conn, table, id)
 
     def add_reply(
-        self, id: str, message: str, *, role: str = "reviewer", author: str | None = None
+        self,
+        id: str,
+        message: str,
+        *,
+        role: str = "reviewer",
+        author: str | None = None,
+        kind: str | None = None,
     ) -> Item:
         """Append a reply to the thread; always allowed, whatever the status."""
         if role not in ("reviewer", "agent"):
@@ -1138,7 +758,7 @@ class Store:
         _reply_text(message)
         author = validate.text(author, "author", validate.MAX_AUTHOR) or None
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             stamp = now()
             self._insert_reply(conn, id, role, message, stamp, author)
             self._update(conn, table, id, {"updated_at": stamp})
@@ -1192,10 +812,10 @@ class Store:
         """A reply with role `agent`, explaining what was done."""
         return self.add_reply(id, message, role="agent")
 
-    def accept(self, id: str) -> Item:
+    def accept(self, id: str, *, kind: str | None = None) -> Item:
         """The reviewer is satisfied: → resolved (kept, out of default listings, until purged)."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             if row["status"] == "resolved":
                 raise InvalidTransition(f'{LABELS[table]} "{id}" is already resolved')
             stamp = now()
@@ -1206,7 +826,7 @@ class Store:
             self._settle_review(conn, row["review_id"])
             return self._load(conn, table, id)
 
-    def reopen(self, id: str, note: str | None = None) -> Item:
+    def reopen(self, id: str, note: str | None = None, *, kind: str | None = None) -> Item:
         """addressed/resolved → open; a follow-up note becomes a reviewer reply.
 
         With a follow-up, the note goes back to the agent at once: a review of just this note, in
@@ -1217,7 +837,7 @@ class Store:
         if note is not None:
             validate.text(note, "note", validate.MAX_REPLY)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._find(conn, id, kind)
             if row["status"] not in ("addressed", "resolved"):
                 state = row["status"].replace("_", " ")
                 raise InvalidTransition(
@@ -1249,17 +869,11 @@ class Store:
             self._record(conn, _kind(table), id, "reopened", row["page_url"])
             return self._load(conn, table, id)
 
-    def delete(self, id: str) -> None:
-        """Delete an annotation or a page note, with its replies."""
+    def delete(self, id: str, *, kind: str | None = None) -> None:
+        """Delete an annotation or a page note, with its replies. `kind` ("annotation" or
+        "page_note") refuses an id of the other kind, as not found."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
-            self._delete_row(conn, table, row)
-
-    def _delete(self, table: str, id: str) -> None:
-        with self._tx(write=True) as conn:
-            row = self._row(conn, table, id)
-            if row is None:
-                raise AnnotationNotFound(id) if table == "annotations" else PageNoteNotFound(id)
+            table, row = self._find(conn, id, kind)
             self._delete_row(conn, table, row)
 
     def _delete_row(self, conn: sqlite3.Connection, table: str, row: Row) -> None:
@@ -1288,10 +902,8 @@ class Store:
 
     def get_page_note(self, id: str) -> PageNote:
         with self._tx(write=False) as conn:
-            row = self._row(conn, "page_notes", id)
-            if row is None:
-                raise PageNoteNotFound(id)
-            return self._objects(conn, "page_notes", [row])[0]
+            table, row = self._find(conn, id, "page_note")
+            return self._objects(conn, table, [row])[0]
 
     def list_page_notes(
         self,
@@ -1300,13 +912,15 @@ class Store:
         *,
         include_resolved: bool = False,
     ) -> list[PageNote]:
-        page_url = None if page_url is None else self.page_url(page_url)
-        where, params = _filters(page_url, status, include_resolved)
-        sql = "SELECT * FROM page_notes"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        """Page notes in creation order, filtered as `list_annotations` filters."""
+        found = Filter.of(
+            None if page_url is None else self.page_url(page_url),
+            status,
+            include_resolved=include_resolved,
+        )
+        where, params = found.where()
         with self._tx(write=False) as conn:
-            rows = _query(conn, sql + " ORDER BY rowid", params)
+            rows = _query(conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params)
             return self._objects(conn, "page_notes", rows)
 
     def edit_page_note(self, id: str, changes: Mapping[str, Any]) -> PageNote:
@@ -1319,9 +933,6 @@ class Store:
             self._update(conn, "page_notes", id, values)
             self._record(conn, "page_note", id, "edited", row["page_url"])
             return self._load(conn, "page_notes", id)
-
-    def delete_page_note(self, id: str) -> None:
-        self._delete("page_notes", id)
 
     # -- reviews ------------------------------------------------------------------------------
 
@@ -1368,11 +979,8 @@ class Store:
 
     def get_review(self, id: str) -> Review:
         """A review with its notes, their sources reconciled with the Markdown files."""
-        if validate.is_valid_id(id):
-            with self._tx(write=False) as conn:
-                rows = _query(conn, "SELECT * FROM annotations WHERE review_id = ?", (id,))
-            self._reconcile(rows)
-        with self._tx(write=False) as conn:
+        scope = ALL_ANNOTATIONS + " WHERE review_id = ?" if validate.is_valid_id(id) else None
+        with self._reading(scope, [id]) as conn:
             return self._review(conn, id)
 
     def list_reviews(self, *, pending_only: bool = False) -> list[Review]:
@@ -1423,8 +1031,7 @@ class Store:
     ) -> tuple[list[Annotation], list[PageNote]]:
         """Every annotation and page note, read in one snapshot (for exports)."""
         where = "" if include_resolved else " WHERE status != 'resolved'"
-        self._reconcile_where("1" if include_resolved else "status != 'resolved'")
-        with pause_gc(), self._tx(write=False) as conn:
+        with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
             replies = self._all_replies(conn)
             annotations = [
                 _annotation(r, tuple(replies.get(r["id"], ())))
@@ -1437,17 +1044,16 @@ class Store:
             ]
         return annotations, notes
 
-    def _outline(
+    def export_rows(
         self, *, include_resolved: bool
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
-        """What the Markdown export shows, as plain tuples in one snapshot (see `export`).
+        """What the Markdown export shows, as plain tuples in one snapshot (annotate/export.py).
 
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
         """
         where = "" if include_resolved else " WHERE status != 'resolved'"
-        self._reconcile_where("1" if include_resolved else "status != 'resolved'")
-        with pause_gc(), self._tx(write=False) as conn:
+        with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
             cur = conn.cursor()
             cur.row_factory = None
             replies: dict[str, list[tuple[str, str]]] = {}
@@ -1474,8 +1080,7 @@ class Store:
 
     def summary(self) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
-        self._reconcile_where("status != 'resolved'")
-        with self._tx(write=False) as conn:
+        with self._reading(ALL_ANNOTATIONS + " WHERE status != 'resolved'") as conn:
 
             def counts(sql: str) -> dict[str, int]:
                 return {r[0]: r[1] for r in conn.execute(sql)}
@@ -1516,7 +1121,7 @@ class Store:
             return total
 
     def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
-        """Mutations after cursor `since` and the next cursor (the change feed of SPEC §6)."""
+        """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 "SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit)
@@ -1538,23 +1143,6 @@ class Store:
             for r in rows
         ]
         return events, cursor
-
-    def export(self, format: str = "markdown", *, include_resolved: bool | None = None) -> str:
-        """The store as Markdown (feedback to paste into a chat), JSON or W3C JSON-LD."""
-        from . import export
-
-        return export.render(self, format, include_resolved=include_resolved)
-
-    def import_data(self, data: Any) -> dict[str, int]:
-        """Import our JSON export or astro-inline-review's inline-review.json; skips known ids."""
-        from . import importing
-
-        return importing.import_data(self, data)
-
-    def import_file(self, path: str | os.PathLike[str]) -> dict[str, int]:
-        from . import importing
-
-        return importing.import_file(self, path)
 
     def insert_raw(
         self,
@@ -1598,30 +1186,6 @@ class Store:
         return counts
 
     # -- the agent's side (issue #7) ----------------------------------------------------------
-
-    def get_context(self, id: str, lines: int = 10) -> Context:
-        """The note with `lines` lines of its current Markdown around its source, line-numbered."""
-        return get_context(self, id, lines)
-
-    def list_annotations_page(
-        self,
-        page_url: str | None = None,
-        status: str | Iterable[str] | None = None,
-        *,
-        limit: int,
-        offset: int = 0,
-    ) -> list[Annotation]:
-        """`list_annotations` a page at a time: at most `limit` from `offset`, in creation order.
-
-        Only the annotations returned are reconciled with their Markdown files.
-        """
-        for name, value in (("limit", limit), ("offset", offset)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}", name)
-        page_url = None if page_url is None else self.page_url(page_url)
-        where, params = _filters(page_url, status, False)
-        sql = "SELECT * FROM annotations" + (" WHERE " + " AND ".join(where) if where else "")
-        return self._select(sql + " ORDER BY rowid LIMIT ? OFFSET ?", [*params, limit, offset])
 
     def wait_for_review(
         self, timeout_s: float = 50.0, *, poll_s: float = 0.25, stop: threading.Event | None = None
@@ -1698,52 +1262,6 @@ def _refuse_resolved(table: str, row: Row, action: str) -> None:
         raise InvalidTransition(
             f'Cannot {action}: {LABELS[table].lower()} "{row["id"]}" is resolved; reopen it first'
         )
-
-
-def _choices(value: str | Iterable[str], allowed: tuple[str, ...], field: str) -> list[str]:
-    values = [value] if isinstance(value, str) else list(value)
-    for v in values:
-        if v not in allowed:
-            raise ValidationError(f"{field} must be one of {', '.join(allowed)}, got {v!r}", field)
-    return values
-
-
-def _filters(
-    page_url: str | None, status: str | Iterable[str] | None, include_resolved: bool
-) -> tuple[list[str], list[Any]]:
-    where: list[str] = []
-    params: list[Any] = []
-    if page_url is not None:
-        where.append("page_url = ?")
-        params.append(page_url)
-    if status is not None and status != "all":
-        statuses = _choices(status, STATUSES, "status")
-        where.append(f"status IN ({','.join('?' * len(statuses))})")
-        params.extend(statuses)
-    elif status is None and not include_resolved:
-        where.append("status != 'resolved'")
-    return where, params
-
-
-def _annotation_filters(
-    page_url: str | None,
-    status: str | Iterable[str] | None,
-    type: str | None,
-    anchor_state: str | Iterable[str] | None,
-    include_resolved: bool,
-) -> tuple[str, list[Any]]:
-    """The WHERE clause (never empty) and its parameters of an annotation listing."""
-    where, params = _filters(page_url, status, include_resolved)
-    if type is not None:
-        if type not in ("text", "element"):
-            raise ValidationError(f"type must be 'text' or 'element', got {type!r}", "type")
-        where.append("type = ?")
-        params.append(type)
-    if anchor_state is not None:
-        states = _choices(anchor_state, ANCHOR_STATES, "anchorState")
-        where.append(f"anchor_state IN ({','.join('?' * len(states))})")
-        params.extend(states)
-    return " AND ".join(where) or "1", params
 
 
 def _reply(r: Row) -> Reply:

@@ -33,6 +33,7 @@ from _common import p, selection
 from _machine import describe
 
 import annotate
+from annotate.export import render
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 SEED = 2
@@ -398,7 +399,7 @@ def bench_size(n: int, folder: Path) -> dict[str, Any]:
     ours["reply"] = measure(
         lambda: store.add_agent_reply(rng.choice(ids), words(rng, 5, 25)), RUNS["reply"]
     )
-    ours["export"] = measure(lambda: store.export("markdown"), EXPORT_RUNS.get(n, 3))
+    ours["export"] = measure(lambda: render(store, "markdown"), EXPORT_RUNS.get(n, 3))
     anchors = store.summary().anchor_states
     db_bytes = store.path.stat().st_size
     store.close()

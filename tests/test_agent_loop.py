@@ -22,7 +22,10 @@ from starlette.testclient import TestClient
 import annotate
 from annotate import schema
 from annotate.cli import cli
+from annotate.context import get_context
 from annotate.diff import word_diff
+from annotate.export import render
+from annotate.importing import import_data
 from annotate.mcp_server import build_server
 from annotate.models import lean
 from annotate.web import create_app
@@ -262,12 +265,12 @@ def test_deleted_text_is_removed_and_left_be(project: Path, store: annotate.Stor
     md.write_text(md.read_text() + "\nMore.\n")
     assert store.reconcile(force=True) == 0
     assert store.get_annotation(a.id).anchor_state == "removed"
-    assert [x for x, _ in store.text_selectors("/guide/install/")] == []
+    assert store.text_selector_rows("/guide/install/") == []
     # Never in a later review unless reopened.
     other = store.add_annotation(text_note())
     assert [x.id for x in store.create_review({"mode": "edit"}).annotations] == [other.id]
     # Its context marks no line: the lines there now are innocent.
-    context = store.get_context(a.id, 1)
+    context = get_context(store, a.id, 1)
     assert context.line_start is None and ">" not in context.numbered()
     assert "deleted as the note asked (removed)" in (context.warning or "")
     assert store.summary().anchor_states["removed"] == 1
@@ -287,7 +290,7 @@ def test_deleted_refusals(store: annotate.Store) -> None:
         store.address_annotation(n.id, deleted=True)
     with pytest.raises(annotate.ValidationError, match="true or false"):
         store.address_annotation(a.id, deleted="yes")  # type: ignore[arg-type]
-    assert store.get(a.id).status == "open"
+    assert store.get_annotation(a.id).status == "open"
 
 
 def test_deleted_through_the_surfaces(
@@ -433,7 +436,7 @@ def test_address_with_a_message_is_one_transaction(store: annotate.Store) -> Non
     b = store.add_annotation(text_note())
     with pytest.raises(annotate.EmptyReply):
         store.address_annotation(b.id, message="  ")
-    assert store.get(b.id).status == "open" and store.get(b.id).replies == ()
+    assert store.get_annotation(b.id).status == "open" and store.get_annotation(b.id).replies == ()
 
 
 def test_address_with_a_message_through_the_surfaces(
@@ -442,7 +445,7 @@ def test_address_with_a_message_through_the_surfaces(
     a, b = store.add_annotation(text_note()), store.add_annotation(text_note())
     out = cli_run("address", a.id, "-m", "Done.", "--project", str(project)).output
     assert out == f"Addressed {a.id} (status: addressed)\n"
-    assert store.get(a.id).replies[0].message == "Done."
+    assert store.get_annotation(a.id).replies[0].message == "Done."
     r = client.post(f"{API}/annotations/{b.id}/status", json={"action": "address", "message": "Ok"})
     assert r.json()["replies"][0]["message"] == "Ok" and r.json()["status"] == "addressed"
 
@@ -573,7 +576,7 @@ def test_original_source_and_the_change(project: Path, store: annotate.Store) ->
     assert done.original_source == original  # as when it was made
     assert done.source is not None and done.source.excerpt.startswith("Run pipx")
     assert done.to_dict()["originalSource"]["excerpt"] == original.excerpt
-    export = store.export("markdown")
+    export = render(store, "markdown")
     assert (
         "   Change in the Markdown (`[-removed-]{+added+}`):\n"
         "   ```\n"
@@ -589,9 +592,9 @@ def test_original_source_and_the_change(project: Path, store: annotate.Store) ->
     assert "Change in the Markdown" not in annotate.export.to_markdown(
         [store.add_annotation(text_note())], []
     )
-    data = json.loads(store.export("json"))
+    data = json.loads(render(store, "json"))
     with annotate.Store(project / "copy.db") as copy:
-        copy.import_data(data)
+        import_data(copy, data)
         assert copy.get_annotation(a.id).original_source == original
 
 

@@ -21,6 +21,8 @@ from markdown_it import MarkdownIt
 
 import annotate
 from annotate.cli import cli
+from annotate.export import render
+from annotate.importing import import_data
 from annotate.store import Store
 from annotate.visible import HIDDEN, visible
 
@@ -78,7 +80,8 @@ SURROGATE_CASES: dict[str, tuple[Callable[[Store, str], Any], str, int]] = {
     "update target": (lambda s, id: s.update_annotation_target(id, LONE), "replacedText", 3),
     "review message": (lambda s, _: s.create_review({"message": LONE}), "message", 3),
     "import": (
-        lambda s, _: s.import_data(
+        lambda s, _: import_data(
+            s,
             {
                 "format": "mkdocs-annotate",
                 "version": 1,
@@ -93,7 +96,7 @@ SURROGATE_CASES: dict[str, tuple[Callable[[Store, str], Any], str, int]] = {
                     }
                 ],
                 "reviews": [],
-            }
+            },
         ),
         "note",
         3,
@@ -111,7 +114,7 @@ def test_every_text_field_refuses_a_lone_surrogate(store: Store, case: str) -> N
     id = store.add_annotation(text_note()).id
     store.add_page_note({"pageUrl": "/p/", "note": "fine"})
     before = (
-        store.export("json", include_resolved=True).split('"annotations"')[1],
+        render(store, "json", include_resolved=True).split('"annotations"')[1],
         changes_of(store),
     )
     with pytest.raises(annotate.ValidationError) as e:
@@ -124,7 +127,7 @@ def test_every_text_field_refuses_a_lone_surrogate(store: Store, case: str) -> N
     # The message itself can be written as UTF-8 (the CLI, the web app and MCP all do).
     str(e.value).encode("utf-8")
     after = (
-        store.export("json", include_resolved=True).split('"annotations"')[1],
+        render(store, "json", include_resolved=True).split('"annotations"')[1],
         changes_of(store),
     )
     assert after == before
@@ -132,7 +135,7 @@ def test_every_text_field_refuses_a_lone_surrogate(store: Store, case: str) -> N
 
 def test_an_unknown_id_with_a_surrogate_gets_a_message_that_can_be_written(store: Store) -> None:
     with pytest.raises(annotate.AnnotationNotFound) as e:
-        store.get("a_\udcff")
+        store.get_annotation("a_\udcff")
     assert str(e.value) == 'Annotation with ID "a_\\udcff" not found'
 
 
@@ -150,7 +153,7 @@ def test_cli_argument_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
         b"Error: message must be valid Unicode text; it holds the lone surrogate \\udcff at "
         b"character 1\n",
     )
-    assert store.get(id).replies == ()
+    assert store.get_annotation(id).replies == ()
 
 
 def _mcp(project: Path, lines: list[str]) -> list[dict[str, Any]]:
@@ -218,7 +221,7 @@ def test_mcp_answers_a_lone_surrogate_with_an_error_result(tmp_path: Path) -> No
          "error": {"code": -32602, "message": f"params.uri {message} \\ud800 at character 6"}},
     ]  # fmt: skip
     assert answers[3]["result"].get("isError") is not True  # the session goes on
-    assert [r.message for r in store.get(id).replies] == ["fine too"]
+    assert [r.message for r in store.get_annotation(id).replies] == ["fine too"]
 
 
 # -- terminal escapes ---------------------------------------------------------------------------
@@ -277,7 +280,7 @@ def test_cli_text_output_shows_terminal_escapes(tmp_path: Path, args: list[str])
         assert SHOWN in r.output
     elif args[0] == "export":  # Markdown also escapes the brackets
         assert SHOWN.replace("[", "\\[").replace("]", "\\]") in r.output
-    assert store.get(a.id).note == ESCAPES  # stored as given
+    assert store.get_annotation(a.id).note == ESCAPES  # stored as given
 
 
 @pytest.mark.parametrize("args", [["get", "{id}", "--json"], ["export", "--format", "w3c"],
@@ -335,7 +338,7 @@ MD = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
 def test_markdown_export_cannot_be_forged(store: Store) -> None:
     a, e, n = hostile_store(store)
-    text = store.export("markdown")
+    text = render(store, "markdown")
     tokens = MD.parse(text)
     # Exactly the export's own structure: a heading per page and section, a list item per note,
     # the suggestion's fence, a separator per page; the hostile lines stay inside their quotes.
@@ -370,7 +373,7 @@ def test_json_exports_keep_hostile_text_as_data(
     store: Store, fmt: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     hostile_store(store)
-    data = json.loads(store.export(fmt))
+    data = json.loads(render(store, fmt))
     strings = strings_in(data)
     # Every hostile string comes back byte for byte, as a value: never split, joined or decoded.
     assert strings.count(HOSTILE) >= (20 if fmt == "json" else 10)
@@ -380,5 +383,5 @@ def test_json_exports_keep_hostile_text_as_data(
         assert {b["format"] for b in flat} == {"text/plain"}  # never to be rendered as HTML
     else:
         fresh = annotate.open(tmp_path_factory.mktemp("again"))
-        fresh.import_data(data)
-        assert json.loads(fresh.export("json"))["annotations"] == data["annotations"]
+        import_data(fresh, data)
+        assert json.loads(render(fresh, "json"))["annotations"] == data["annotations"]

@@ -188,7 +188,7 @@ def test_delete(store: Store, run) -> None:  # type: ignore[no-untyped-def]
     assert run("delete", a.id) == f"Deleted {a.id}\n"
     assert json.loads(run("delete", n.id, "--json")) == {"deleted": n.id}
     with pytest.raises(annotate.AnnotationNotFound):
-        store.get(a.id)
+        store.get_annotation(a.id)
 
 
 def test_summary(store: Store, run) -> None:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 import annotate
 from annotate import agents
 from annotate.cli import cli
+from annotate.context import get_context
 
 from .conftest import element_note, text_note, write_project
 
@@ -72,7 +73,7 @@ def test_context(store: annotate.Store, run) -> None:  # type: ignore[no-untyped
         "  7 | ## Next\n"
     )
     data = json.loads(run("context", a.id, "--json"))
-    assert data == annotate.models.lean(store.get_context(a.id).to_dict())
+    assert data == annotate.models.lean(get_context(store, a.id).to_dict())
     assert (data["firstLine"], data["lastLine"], data["lineStart"]) == (1, 9, 5)
     assert run("context", "a_nope", code=1) == 'Error: Annotation with ID "a_nope" not found\n'
     assert "--lines" in run("context", a.id, "--lines", "-1", code=2)

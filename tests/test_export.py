@@ -10,6 +10,7 @@ import pytest
 
 import annotate
 from annotate import export
+from annotate.export import render
 from annotate.store import Store
 
 from .conftest import element_note, text_note
@@ -103,7 +104,7 @@ def test_markdown_from_rows_matches_objects(store: Store, include_resolved: bool
         "UPDATE annotations SET source_path='docs/a.md', source_line_start=3, source_line_end=3, "
         "anchor_state='stale' WHERE id=?", (made[3].id,),
     )  # fmt: skip
-    body = store.export("markdown", include_resolved=include_resolved).split("\n", 2)[2]
+    body = render(store, "markdown", include_resolved=include_resolved).split("\n", 2)[2]
     expected = export.to_markdown(*store.all_items(include_resolved=include_resolved))
     assert body == expected.split("\n", 2)[2]
     assert ("Element **`p`**" in body) is include_resolved and "docs/a.md:3`" in body
@@ -113,19 +114,19 @@ def test_markdown_leaves_resolved_out_unless_asked(store: Store) -> None:
     a = store.add_annotation(text_note(note="Resolved one"))
     store.add_annotation(text_note(note="Open one"))
     store.accept(a.id)
-    default = store.export("markdown")
+    default = render(store, "markdown")
     assert "Open one" in default and "Resolved one" not in default
-    full = store.export("markdown", include_resolved=True)
+    full = render(store, "markdown", include_resolved=True)
     assert "Resolved one" in full and "✅ [Resolved]" in full
 
 
 def test_markdown_empty_store(store: Store) -> None:
-    assert store.export("markdown").endswith("No annotations or notes yet.\n")
+    assert render(store, "markdown").endswith("No annotations or notes yet.\n")
 
 
 def test_unknown_format(store: Store) -> None:
     with pytest.raises(annotate.ValidationError, match="format must be one of markdown, json, w3c"):
-        store.export("pdf")
+        render(store, "pdf")
 
 
 def test_json_export_holds_everything(store: Store) -> None:
@@ -133,7 +134,7 @@ def test_json_export_holds_everything(store: Store) -> None:
     store.accept(a.id)
     n = store.add_page_note({"pageUrl": "/", "note": "x"})
     r = store.create_review({"mode": "edit"})
-    data = json.loads(store.export("json"))
+    data = json.loads(render(store, "json"))
     assert data["format"] == "mkdocs-annotate" and data["version"] == 1
     assert [x["id"] for x in data["annotations"]] == [a.id]  # resolved included
     assert data["annotations"][0] == store.get_annotation(a.id).to_dict()
@@ -192,7 +193,7 @@ def test_w3c_export_follows_the_model(store: Store) -> None:
     n = store.add_page_note({"pageUrl": "/guide/install/", "note": "Add troubleshooting."})
     store.add_agent_reply(a.id, "Done.")
     store.add_reply(n.id, "Also Windows.")
-    data = json.loads(store.export("w3c"))
+    data = json.loads(render(store, "w3c"))
     assert data["@context"] == "http://www.w3.org/ns/anno.jsonld"
     assert data["type"] == "AnnotationCollection"
     items = data["first"]["items"]

@@ -17,6 +17,7 @@ import sqlite_utils
 
 import annotate
 from annotate import schema, sourcemap
+from annotate.context import get_context
 from annotate.errors import ValidationError
 from annotate.schema import LATEST
 from annotate.store import Store
@@ -247,9 +248,9 @@ def test_a_deleted_passage_keeps_its_last_known_lines_and_marks_nothing(project:
     # The excerpt is the passage as last seen, not the third paragraph that moved up.
     assert "second paragraph" in got.source.excerpt
     assert got.to_dict()["source"]["lastKnown"] is True
-    listed = json.loads(store.list_annotations_json())[0]
+    listed = json.loads(store.list_annotations(as_json=True))[0]
     assert listed["source"] == got.to_dict()["source"]
-    context = store.get_context(a.id, lines=2)
+    context = get_context(store, a.id, lines=2)
     assert "third paragraph" in context.numbered()
     assert not any(line.startswith(">") for line in context.numbered().split("\n"))
     assert context.to_dict()["lastKnown"] is True
@@ -263,7 +264,7 @@ def test_an_orphaned_note_keeps_its_last_known_lines(project: Path) -> None:
     got = store.get_annotation(a.id)
     assert got.anchor_state == "orphaned"
     assert got.to_dict()["source"]["lastKnown"] is True
-    assert json.loads(store.list_annotations_json())[0]["source"]["lastKnown"] is True
+    assert json.loads(store.list_annotations(as_json=True))[0]["source"]["lastKnown"] is True
 
 
 def test_a_passage_found_again_is_anchored_and_no_longer_last_known(project: Path) -> None:
@@ -277,7 +278,7 @@ def test_a_passage_found_again_is_anchored_and_no_longer_last_known(project: Pat
     got = store.get_annotation(a.id)
     assert got.anchor_state == "anchored" and not got.source.last_known
     assert got.source.line_start == 7
-    assert ">" in store.get_context(a.id, lines=0).numbered()
+    assert ">" in get_context(store, a.id, lines=0).numbered()
 
 
 # -- class 7: element notes map to the Markdown they were rendered from -----------------------------
@@ -404,7 +405,7 @@ def test_an_element_not_in_the_markdown_is_never_anchored(project: Path) -> None
     )
     assert a.source is None
     assert a.anchor_state == "orphaned" and a.anchor_score == 0
-    listed = json.loads(store.list_annotations_json())[0]
+    listed = json.loads(store.list_annotations(as_json=True))[0]
     assert (listed["source"], listed["anchorState"]) == (None, "orphaned")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import annotate
+from annotate.context import get_context
 from annotate.generated import directives, locate_generated
 
 PACKAGE = '''\
@@ -129,10 +130,10 @@ def test_docstring_text_points_at_its_directive_and_object(
     source = a.to_dict()["source"]
     assert (source["kind"], source["object"]) == ("generated", obj)
     # The listing SQLite writes (annotate/sqljson.py) says the same.
-    listed = {x["id"]: x for x in json.loads(store.list_annotations_json())}
+    listed = {x["id"]: x for x in json.loads(store.list_annotations(as_json=True))}
     assert listed[a.id]["source"] == source
     assert directive in source["excerpt"]
-    context = store.get_context(a.id, lines=0)
+    context = get_context(store, a.id, lines=0)
     assert f"the docstring of {obj}" in (context.warning or "")
 
 

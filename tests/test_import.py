@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 import annotate
+from annotate.export import render
+from annotate.importing import import_file
 from annotate.store import Store
 
 from .conftest import element_note, text_note
@@ -16,7 +18,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "inline-review.json"
 
 
 def test_inline_review_file(store: Store) -> None:
-    counts = store.import_file(FIXTURE)
+    counts = import_file(store, FIXTURE)
     assert counts == {"annotations": 4, "pageNotes": 1, "replies": 3, "reviews": 0, "skipped": 0}
 
     a = store.get_annotation("m3k9x2p1a")
@@ -69,11 +71,11 @@ def test_inline_review_file(store: Store) -> None:
 
 
 def test_import_twice_changes_nothing(store: Store) -> None:
-    store.import_file(FIXTURE)
-    before = store.export("json", include_resolved=True)
-    counts = store.import_file(FIXTURE)
+    import_file(store, FIXTURE)
+    before = render(store, "json", include_resolved=True)
+    counts = import_file(store, FIXTURE)
     assert counts == {"annotations": 0, "pageNotes": 0, "replies": 0, "reviews": 0, "skipped": 8}
-    after = store.export("json", include_resolved=True)
+    after = render(store, "json", include_resolved=True)
     strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "exportedAt"}  # noqa: E731
     assert strip(before) == strip(after)
 
@@ -93,14 +95,14 @@ def test_our_json_round_trips(store: Store, tmp_path: Path) -> None:
         "source_line_end=14, source_excerpt='Run `pip install`', anchor_score=97.5 WHERE id=?",
         (a.id,),
     )
-    exported = store.export("json")
+    exported = render(store, "json")
     path = tmp_path / "export.json"
     path.write_text(exported)
 
     other = Store(tmp_path / "other.db")
-    counts = other.import_file(path)
+    counts = import_file(other, path)
     assert counts == {"annotations": 2, "pageNotes": 1, "replies": 2, "reviews": 1, "skipped": 0}
-    again = json.loads(other.export("json"))
+    again = json.loads(render(other, "json"))
     original = json.loads(exported)
     for key in ("annotations", "pageNotes", "reviews"):
         assert again[key] == original[key]
@@ -134,7 +136,7 @@ def test_bad_files_import_nothing(store: Store, tmp_path: Path, content: str, me
     path = tmp_path / "in.json"
     path.write_text(content)
     with pytest.raises(annotate.ImportFormatError) as e:
-        store.import_file(path)
+        import_file(store, path)
     assert message in str(e.value)
     assert str(path) in str(e.value)
     assert store.list_annotations(include_resolved=True) == []
@@ -142,4 +144,4 @@ def test_bad_files_import_nothing(store: Store, tmp_path: Path, content: str, me
 
 def test_missing_file(store: Store, tmp_path: Path) -> None:
     with pytest.raises(annotate.ImportFormatError, match="does not exist"):
-        store.import_file(tmp_path / "nope.json")
+        import_file(store, tmp_path / "nope.json")

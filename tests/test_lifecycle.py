@@ -21,7 +21,7 @@ def at(store: Store, status: str, make: Callable[..., dict] = text_note) -> str:
         store.address_annotation(item.id)
     elif status == "resolved":
         store.accept(item.id)
-    assert store.get(item.id).status == status
+    assert store.get_annotation(item.id).status == status
     return item.id
 
 
@@ -68,7 +68,7 @@ TABLE = {
 @pytest.mark.parametrize(("action", "status"), list(TABLE))
 def test_transition_table(store: Store, action: str, status: str) -> None:
     id = at(store, status)
-    before = store.get(id)
+    before = store.get_annotation(id)
     expected = TABLE[(action, status)]
     if expected is None:
         with pytest.raises(annotate.InvalidTransition) as e:
@@ -76,10 +76,10 @@ def test_transition_table(store: Store, action: str, status: str) -> None:
         message = str(e.value)
         assert id in message
         assert status.replace("_", " ") in message
-        assert store.get(id) == before  # nothing changed
+        assert store.get_annotation(id) == before  # nothing changed
     else:
         ACTIONS[action](store, id)
-        assert store.get(id).status == expected
+        assert store.get_annotation(id).status == expected
 
 
 def test_resolved_refusal_names_the_way_out(store: Store) -> None:
@@ -140,8 +140,8 @@ def test_reference_error_texts(store: Store) -> None:
         with pytest.raises(annotate.AnnotateError) as e:
             call()
         assert str(e.value) == message
-    assert store.get(text_id).status == "open"
-    assert store.get(element_id).replies == ()
+    assert store.get_annotation(text_id).status == "open"
+    assert store.get_annotation(element_id).replies == ()
 
 
 def test_replacedtext_on_page_note_is_refused(store: Store) -> None:

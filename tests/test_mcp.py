@@ -19,6 +19,7 @@ from mcp import Client
 
 import annotate
 from annotate import mcp_server
+from annotate.export import render
 from annotate.mcp_server import TOOLS, build_server
 
 from .conftest import element_note, text_note, write_project
@@ -216,7 +217,7 @@ async def test_list_annotations_a_page_at_a_time(project: Path, store: annotate.
         assert await t.ok("list_annotations", offset=10) == []
         assert "limit" in await t.error("list_annotations", limit=0)
     with pytest.raises(annotate.ValidationError, match="offset must be a whole number"):
-        store.list_annotations_page(limit=1, offset=-1)
+        store.list_annotations(limit=1, offset=-1)
 
 
 async def test_list_page_notes(project: Path, store: annotate.Store) -> None:
@@ -257,7 +258,7 @@ async def test_get_export(project: Path, store: annotate.Store) -> None:
         assert "🔧 [Addressed]" in text
         assert "Made it warmer" in text
         assert "/guide/install/" in text and "docs/guide/install.md:5" in text
-        assert text == store.export("markdown")
+        assert text == render(store, "markdown")
 
 
 async def test_summary(project: Path, store: annotate.Store) -> None:
@@ -308,7 +309,7 @@ async def test_address_annotation(project: Path, store: annotate.Store) -> None:
         assert await t.error("address_annotation", id=e.id, replacedText="New") == (
             "not a text annotation"
         )
-        assert store.get(a.id).status == "open"  # refused calls change nothing
+        assert store.get_annotation(a.id).status == "open"  # refused calls change nothing
         got = await t.ok("address_annotation", id=a.id, replacedText="pipx install it")
         assert got["status"] == "addressed"
         assert got["replacedText"] == "pipx install it"
@@ -327,7 +328,7 @@ async def test_add_agent_reply(project: Path, store: annotate.Store) -> None:
         assert await t.error("add_agent_reply", id="a_nope", message="Hi") == (
             'Annotation with ID "a_nope" not found'
         )
-        assert len(store.get(a.id).replies) == 1
+        assert len(store.get_annotation(a.id).replies) == 1
 
 
 async def test_update_annotation_target(project: Path, store: annotate.Store) -> None:
@@ -443,7 +444,7 @@ async def test_out_of_order_calls(project: Path, store: annotate.Store) -> None:
             message = await t.error(name, id=b.id, **args)
             assert message.endswith(f'annotation "{b.id}" is resolved; reopen it first'), message
             assert message.startswith("Cannot ")
-        assert store.get(b.id).status == "resolved"
+        assert store.get_annotation(b.id).status == "resolved"
         replied = await t.ok("add_agent_reply", id=b.id, message="Noted")
         assert replied["status"] == "resolved"
         # After the reviewer reopens it, work can start again.

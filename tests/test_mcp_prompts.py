@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 import annotate
-from annotate import agents, setup
+from annotate import agent_setup, agents
 from annotate.mcp_server import PROMPTS, build_server
 
 from .conftest import element_note, text_note, write_project
@@ -207,7 +207,7 @@ async def test_intents_are_explained_everywhere(project: Path) -> None:
         tools["wait_for_review"].description,
         agents.mode_instructions("edit"),
         agents.mode_instructions("edit", agents.CLI),
-        setup.skill_text(),
+        agent_setup.skill_text(),
     ):
         for phrase in INTENTS:
             assert phrase in text, (phrase, text[:80])

@@ -9,6 +9,7 @@ import pytest
 
 import annotate
 from annotate import sourcemap
+from annotate.export import render
 from annotate.store import Store
 
 PAGE = """\
@@ -174,7 +175,7 @@ def test_unchanged_files_cost_nothing(project: Path, monkeypatch: pytest.MonkeyP
     )
     store.list_annotations()
     store.summary()
-    store.export("markdown")
+    render(store, "markdown")
     assert calls == []
     touch_write(project / "docs" / "install.md", PAGE + "\nMore.\n")
     store.list_annotations()

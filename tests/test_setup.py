@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from annotate import ValidationError, setup
+from annotate import ValidationError, agent_setup
 from annotate.cli import cli
 
 if sys.version_info >= (3, 11):
@@ -67,7 +67,7 @@ def folders(*roots: Path) -> set[str]:
 
 
 def test_project_scope_writes_every_agent(project: Path, home: Path) -> None:
-    actions = setup.install(project, command="annotate")
+    actions = agent_setup.install(project, command="annotate")
     assert {(a.verb, a.path.relative_to(project).as_posix()) for a in actions} == {
         ("wrote", ".gitignore"),
         ("wrote", ".mcp.json"),
@@ -93,7 +93,7 @@ def test_project_scope_writes_every_agent(project: Path, home: Path) -> None:
             "mcp_servers": {"mkdocs-annotate": {"command": "annotate", "args": ["mcp"]}}
         }
     skill = (project / ".claude" / "skills" / "mkdocs-annotate" / "SKILL.md").read_text()
-    assert skill == setup.skill_text()
+    assert skill == agent_setup.skill_text()
     for agent in (".codex", ".opencode"):
         assert (project / agent / "skills" / "mkdocs-annotate" / "SKILL.md").read_text() == skill
     assert snapshot(home) == {}  # project scope leaves the home folder alone
@@ -114,10 +114,10 @@ def test_project_scope_writes_every_agent(project: Path, home: Path) -> None:
 
 def test_two_runs_give_identical_files(project: Path, home: Path) -> None:
     (project / ".mcp.json").write_text(json.dumps(USER_MCP, indent=2) + "\n")
-    setup.install(project, command="annotate")
-    setup.install(project, ["claude"], "user", command="annotate")
+    agent_setup.install(project, command="annotate")
+    agent_setup.install(project, ["claude"], "user", command="annotate")
     first = snapshot(project, home)
-    again = setup.install(project, command="annotate") + setup.install(
+    again = agent_setup.install(project, command="annotate") + agent_setup.install(
         project, ["claude"], "user", command="annotate"
     )
     assert snapshot(project, home) == first
@@ -134,7 +134,7 @@ def test_uninstall_keeps_the_users_entries(project: Path, home: Path) -> None:
     (project / ".claude" / "settings.json").write_text("{}\n")  # the user's, in a folder we use
     before_files, before_folders = snapshot(project), folders(project)
 
-    setup.install(project, command="annotate")
+    agent_setup.install(project, command="annotate")
     mcp = json.loads((project / ".mcp.json").read_text())
     assert mcp["mcpServers"]["docs-search"] == USER_MCP["mcpServers"]["docs-search"]
     assert mcp["mcpServers"]["mkdocs-annotate"] == {"command": "annotate", "args": ["mcp"]}
@@ -149,7 +149,7 @@ def test_uninstall_keeps_the_users_entries(project: Path, home: Path) -> None:
     opencode = json.loads((project / "opencode.json").read_text())
     assert opencode["theme"] == "dark" and "mkdocs-annotate" in opencode["mcp"]
 
-    actions = setup.uninstall(project)
+    actions = agent_setup.uninstall(project)
     assert {a.verb for a in actions} == {"removed"}
     after = snapshot(project)
     after.pop(str(project / ".annotate" / ".gitignore"))  # the store's own folder stays
@@ -164,7 +164,7 @@ def test_user_scope_writes_under_home(project: Path, home: Path) -> None:
     (home / ".codex" / "config.toml").write_text(USER_TOML)
     before = snapshot(home)
 
-    actions = setup.install(project, scope="user", command="/opt/bin/annotate")
+    actions = agent_setup.install(project, scope="user", command="/opt/bin/annotate")
     written = {a.path for a in actions if a.verb == "wrote"}
     assert written == {
         project / ".gitignore",
@@ -192,7 +192,7 @@ def test_user_scope_writes_under_home(project: Path, home: Path) -> None:
         str(project / "docs" / "index.md"),
     }
 
-    setup.uninstall(project, scope="user")
+    agent_setup.uninstall(project, scope="user")
     after = snapshot(home)
     # JSON we merged into is rewritten in our layout; its content is the user's again.
     assert json.loads(after.pop(str(home / ".claude.json"))) == json.loads(
@@ -205,27 +205,27 @@ def test_user_scope_writes_under_home(project: Path, home: Path) -> None:
 
 
 def test_one_agent_at_a_time(project: Path) -> None:
-    setup.install(project, ["claude"], command="annotate")
+    agent_setup.install(project, ["claude"], command="annotate")
     assert (project / ".mcp.json").exists()
     assert not (project / ".codex").exists() and not (project / "opencode.json").exists()
-    setup.install(project, ["codex"], command="annotate")
-    setup.uninstall(project, ["claude"])
+    agent_setup.install(project, ["codex"], command="annotate")
+    agent_setup.uninstall(project, ["claude"])
     assert not (project / ".mcp.json").exists()
     assert not (project / ".claude").exists()
     assert (project / ".codex" / "config.toml").exists()
     assert (project / ".gitignore").read_text() == ".annotate/\n"  # codex still uses it
     record = json.loads((project / ".annotate" / "config.json").read_text())
     assert {e["agent"] for e in record["installs"]} == {"*", "codex"}
-    setup.uninstall(project)
+    agent_setup.uninstall(project)
     assert not (project / ".gitignore").exists()
     assert not (project / ".codex").exists()
 
 
 def test_existing_ignore_rule_is_not_ours(project: Path) -> None:
     (project / ".gitignore").write_text("/.annotate/\n")
-    actions = setup.install(project, ["claude"], command="annotate")
+    actions = agent_setup.install(project, ["claude"], command="annotate")
     assert actions[0].verb == "unchanged"
-    setup.uninstall(project)
+    agent_setup.uninstall(project)
     assert (project / ".gitignore").read_text() == "/.annotate/\n"
 
 
@@ -234,23 +234,23 @@ def test_files_it_cannot_merge_are_left_alone(project: Path) -> None:
     (project / ".codex").mkdir()
     own = '[mcp_servers."mkdocs-annotate"]\ncommand = "my-annotate"\n'
     (project / ".codex" / "config.toml").write_text(own)
-    actions = {a.path.name: a for a in setup.install(project, command="annotate")}
+    actions = {a.path.name: a for a in agent_setup.install(project, command="annotate")}
     assert actions[".mcp.json"].verb == "skipped"
     assert "add the server by hand" in actions[".mcp.json"].what
     assert actions["config.toml"].verb == "skipped"
     assert (project / ".mcp.json").read_text() == "{not json"
     assert (project / ".codex" / "config.toml").read_text() == own
     assert actions["opencode.json"].verb == "wrote"  # the others are still set up
-    setup.uninstall(project)
+    agent_setup.uninstall(project)
     assert (project / ".mcp.json").read_text() == "{not json"
     assert (project / ".codex" / "config.toml").read_text() == own
 
 
 def test_uninstall_without_a_record_finds_our_skills(project: Path) -> None:
-    setup.install(project, command="annotate")
+    agent_setup.install(project, command="annotate")
     (project / ".annotate" / "config.json").unlink()
     (project / ".claude" / "skills" / "other").mkdir()
-    actions = setup.uninstall(project)
+    actions = agent_setup.uninstall(project)
     removed = {a.path for a in actions}
     assert project / ".claude" / "skills" / "mkdocs-annotate" / "SKILL.md" in removed
     assert not (project / ".claude" / "skills" / "mkdocs-annotate").exists()
@@ -258,7 +258,7 @@ def test_uninstall_without_a_record_finds_our_skills(project: Path) -> None:
 
 
 def test_skill_file() -> None:
-    text = setup.skill_text()
+    text = agent_setup.skill_text()
     head, _, body = text.removeprefix("---\n").partition("\n---\n")
     fields = dict(line.split(": ", 1) for line in head.splitlines())
     assert set(fields) == {"name", "description"}
@@ -285,11 +285,11 @@ def test_skill_file() -> None:
 
 def test_bad_arguments(project: Path, tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="agent must be one of"):
-        setup.install(project, ["cursor"])
+        agent_setup.install(project, ["cursor"])
     with pytest.raises(ValidationError, match="scope must be project or user"):
-        setup.install(project, scope="global")
+        agent_setup.install(project, scope="global")
     with pytest.raises(ValidationError, match="does not exist"):
-        setup.install(tmp_path / "nowhere")
+        agent_setup.install(tmp_path / "nowhere")
 
 
 def test_cli(project: Path, home: Path) -> None:
@@ -334,12 +334,12 @@ def test_gate_merges_into_the_agents_hooks(project: Path, home: Path) -> None:
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
     before = snapshot(project)
-    actions = setup.install(project, command="/opt/my env/annotate", gate=True)
+    actions = agent_setup.install(project, command="/opt/my env/annotate", gate=True)
     gates = {(a.verb, a.path.relative_to(project).as_posix(), a.what) for a in actions}
     assert gates >= {
         ("wrote", ".claude/settings.json", "Stop hook for claude"),
         ("wrote", ".codex/hooks.json", "Stop hook for codex"),
-        ("skipped", "opencode.json", setup.NO_GATE),
+        ("skipped", "opencode.json", agent_setup.NO_GATE),
     }
     ours = hook("'/opt/my env/annotate'")  # a path with a space, quoted for the shell
     settings = json.loads((project / ".claude" / "settings.json").read_text())
@@ -355,17 +355,17 @@ def test_gate_merges_into_the_agents_hooks(project: Path, home: Path) -> None:
     assert codex == {"hooks": {"Stop": [{"hooks": [ours]}]}}
 
     first = snapshot(project, home)
-    again = setup.install(project, command="/opt/my env/annotate", gate=True)
+    again = agent_setup.install(project, command="/opt/my env/annotate", gate=True)
     assert snapshot(project, home) == first
     assert {a.verb for a in again} == {"unchanged", "skipped"}
 
     # Another command replaces our hook rather than adding a second one.
-    setup.install(project, ["claude"], command="/usr/bin/annotate", gate=True)
+    agent_setup.install(project, ["claude"], command="/usr/bin/annotate", gate=True)
     stop = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]["Stop"]
     assert stop == [*USER_SETTINGS["hooks"]["Stop"], {"hooks": [hook("/usr/bin/annotate")]}]
 
     # --uninstall --gate takes the hooks away and nothing else.
-    removed = setup.uninstall(project, gate=True)
+    removed = agent_setup.uninstall(project, gate=True)
     assert {(a.verb, a.path.relative_to(project).as_posix()) for a in removed} == {
         ("removed", ".claude/settings.json"),
         ("removed", ".codex/hooks.json"),
@@ -373,24 +373,26 @@ def test_gate_merges_into_the_agents_hooks(project: Path, home: Path) -> None:
     assert json.loads((project / ".claude" / "settings.json").read_text()) == USER_SETTINGS
     assert not (project / ".codex" / "hooks.json").exists()
     assert (project / ".mcp.json").exists() and (project / ".codex" / "config.toml").exists()
-    assert setup.uninstall(project, gate=True) == []
+    assert agent_setup.uninstall(project, gate=True) == []
 
     # A full uninstall after a gate leaves the project as it was.
-    setup.install(project, command="annotate", gate=True)
-    setup.uninstall(project)
+    agent_setup.install(project, command="annotate", gate=True)
+    agent_setup.uninstall(project)
     after = snapshot(project)
     after.pop(str(project / ".annotate" / ".gitignore"))
     assert after == before
 
 
 def test_gate_in_the_home_folder(project: Path, home: Path) -> None:
-    setup.install(project, ["claude", "codex"], "user", command="/opt/bin/annotate", gate=True)
+    agent_setup.install(
+        project, ["claude", "codex"], "user", command="/opt/bin/annotate", gate=True
+    )
     for path in (home / ".claude" / "settings.json", home / ".codex" / "hooks.json"):
         assert json.loads(path.read_text()) == {
             "hooks": {"Stop": [{"hooks": [hook("/opt/bin/annotate")]}]}
         }
     assert not (project / ".claude").exists()
-    setup.uninstall(project, scope="user")
+    agent_setup.uninstall(project, scope="user")
     assert snapshot(home) == {}
 
 
@@ -399,7 +401,7 @@ def test_gate_leaves_hooks_it_cannot_read(project: Path) -> None:
     (project / ".claude" / "settings.json").write_text('{"hooks": []}\n')
     (project / ".codex").mkdir()
     (project / ".codex" / "hooks.json").write_text("{oops")
-    actions = {a.path.name: a for a in setup.install(project, command="annotate", gate=True)}
+    actions = {a.path.name: a for a in agent_setup.install(project, command="annotate", gate=True)}
     assert actions["settings.json"].verb == "skipped"
     assert actions["hooks.json"].verb == "skipped"
     assert (project / ".claude" / "settings.json").read_text() == '{"hooks": []}\n'
@@ -440,7 +442,7 @@ def test_command_is_the_running_annotate(project: Path, home: Path) -> None:
         assert mcp["mcpServers"]["mkdocs-annotate"]["command"] == annotate_path
         settings = json.loads((project / ".claude" / "settings.json").read_text())
         assert settings["hooks"]["Stop"] == [{"hooks": [hook(shlex.quote(annotate_path))]}]
-    assert setup.server_command() == annotate_path  # pytest runs from the same environment
+    assert agent_setup.server_command() == annotate_path  # pytest runs from the same environment
 
 
 def test_run_in_a_subfolder_writes_into_the_project(

@@ -1,4 +1,4 @@
-"""`Store.list_annotations_json` (JSON written by SQLite) equals `to_dict()` of every listed note."""
+"""`Store.list_annotations(as_json=True)` (JSON written by SQLite) equals `to_dict()` of every listed note."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ some_text = st.one_of(st.none(), texts)
 
 
 def listed(store: annotate.Store, **filters: Any) -> tuple[list[dict[str, Any]], list[dict]]:
-    from_sql = json.loads(store.list_annotations_json(**filters))
+    from_sql = json.loads(store.list_annotations(**filters, as_json=True))
     from_objects = [a.to_dict() for a in store.list_annotations(**filters)]
     return from_sql, from_objects
 
@@ -84,9 +84,9 @@ def test_filters_match_list_annotations(store: annotate.Store, filters: dict[str
 
 def test_bad_filters_are_refused_alike(store: annotate.Store) -> None:
     with pytest.raises(annotate.ValidationError, match="type must be"):
-        store.list_annotations_json(type="image")
+        store.list_annotations(as_json=True, type="image")
     with pytest.raises(annotate.ValidationError, match="status must be one of"):
-        store.list_annotations_json(status="done")
+        store.list_annotations(as_json=True, status="done")
 
 
 def test_a_changed_markdown_file_is_reconciled_first(tmp_path: Path) -> None:
@@ -94,10 +94,10 @@ def test_a_changed_markdown_file_is_reconciled_first(tmp_path: Path) -> None:
     store = annotate.open(tmp_path)
     store.add_annotation(text_note())
     md.write_text("# Install\n\nA new paragraph.\n\nRun pip install mkdocs-annotate in a shell.\n")
-    (note,) = json.loads(store.list_annotations_json())
+    (note,) = json.loads(store.list_annotations(as_json=True))
     assert note["source"]["lineStart"] == 5
     md.unlink()
-    (note,) = json.loads(store.list_annotations_json())
+    (note,) = json.loads(store.list_annotations(as_json=True))
     assert note["anchorState"] == "orphaned"
 
 

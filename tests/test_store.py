@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import os
+import re
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +16,7 @@ import annotate
 from annotate import schema
 from annotate.store import Store
 
-from .conftest import element_note, text_note
+from .conftest import element_note, text_note, write_project
 
 
 def test_open_creates_store_in_project_folder(tmp_path: Path) -> None:
@@ -144,12 +148,12 @@ def test_edit_annotation(store: Store) -> None:
 def test_delete_annotation_removes_replies(store: Store) -> None:
     a = store.add_annotation(text_note())
     store.add_agent_reply(a.id, "Done")
-    store.delete_annotation(a.id)
+    store.delete(a.id)
     with pytest.raises(annotate.AnnotationNotFound):
         store.get_annotation(a.id)
     assert store.conn.execute("SELECT count(*) FROM replies").fetchone()[0] == 0
     with pytest.raises(annotate.AnnotationNotFound):
-        store.delete_annotation(a.id)
+        store.delete(a.id)
 
 
 def test_page_notes(store: Store) -> None:
@@ -173,7 +177,7 @@ def test_page_notes(store: Store) -> None:
     store.accept(n.id)
     assert [p.id for p in store.list_page_notes()] == [other.id]
     assert [p.id for p in store.list_page_notes(include_resolved=True)] == [n.id, other.id]
-    store.delete_page_note(other.id)
+    store.delete(other.id)
     with pytest.raises(annotate.PageNoteNotFound, match='Page note with ID "'):
         store.get_page_note(other.id)
     with pytest.raises(annotate.ValidationError, match="note must not be empty"):
@@ -185,10 +189,10 @@ def test_page_notes(store: Store) -> None:
 def test_get_finds_either_kind(store: Store) -> None:
     a = store.add_annotation(text_note())
     n = store.add_page_note({"pageUrl": "/", "note": "x"})
-    assert isinstance(store.get(a.id), annotate.Annotation)
-    assert isinstance(store.get(n.id), annotate.PageNote)
+    assert isinstance(store.get_annotation(a.id), annotate.Annotation)
+    assert isinstance(store.get_annotation(n.id), annotate.PageNote)
     with pytest.raises(annotate.AnnotationNotFound):
-        store.get("p_nothing")
+        store.get_annotation("p_nothing")
 
 
 def test_reviews_collect_notes_since_the_last_one(store: Store) -> None:
@@ -373,8 +377,6 @@ def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     latest = schema.LATEST
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_label])
     monkeypatch.setattr(schema, "LATEST", latest + 1)
-    monkeypatch.setattr("annotate.store.MIGRATIONS", schema.MIGRATIONS)
-    monkeypatch.setattr("annotate.store.LATEST", len(schema.MIGRATIONS))
     new = Store(path)
     assert new.schema_version == schema.LATEST
     assert "label" in new.db["annotations"].columns_dict
@@ -383,18 +385,105 @@ def test_forward_migration_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert calls == [1]
 
 
-def test_text_selectors_of_a_page(store: Store) -> None:
+def test_text_selector_rows_of_a_page(store: Store) -> None:
     a = store.add_annotation(text_note())
     store.add_annotation(element_note())
     b = store.add_annotation(text_note(quote=None, position=None, selectedText="mkdocs serve"))
     store.add_annotation(text_note(pageUrl="/other/"))
     store.update_annotation_target(a.id, "pipx install mkdocs-annotate")
     store.accept(b.id)
-    pairs = store.text_selectors("/guide/install/")
-    assert [(id, s.exact, s.prefix, s.suffix, s.start, s.end, s.replaced_text) for id, s in pairs] == [
+    assert store.text_selector_rows("/guide/install/") == [
         (a.id, "pip install mkdocs-annotate", "Run ", " in a shell", 120, 147, "pipx install mkdocs-annotate")
     ]  # fmt: skip
-    assert [id for id, _ in store.text_selectors("/guide/install/", include_resolved=True)] == [
+    assert [
+        row[0] for row in store.text_selector_rows("/guide/install/", include_resolved=True)
+    ] == [
         a.id,
         b.id,
     ]
+
+
+def test_the_store_imports_none_of_its_clients() -> None:
+    # Export, import and context are modules over the store's public methods: no circle.
+    package = Path(annotate.__file__).parent
+    for module in ("store", "dbfile", "filters"):
+        tree = ast.parse((package / f"{module}.py").read_text())
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1
+            for alias in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1
+        }
+        assert not imported & {"export", "importing", "context", "cli", "mcp_server", "web"}
+    for client in ("export", "importing", "context"):
+        source = (package / f"{client}.py").read_text()
+        assert not re.search(r"\bstore\._", source), client
+
+
+def _statements(store: Store, call: Any) -> tuple[Any, list[str]]:
+    """What `call()` returns and the SQL it ran on this thread's connection."""
+    ran: list[str] = []
+    store.conn.set_trace_callback(ran.append)
+    try:
+        return call(), ran
+    finally:
+        store.conn.set_trace_callback(None)
+
+
+def test_address_with_a_replacement_is_one_transaction(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        a = store.add_annotation(text_note())
+        md = tmp_path / "docs" / "guide" / "install.md"
+        md.write_text("# Install\n\nIntro.\n\nRun pipx install mkdocs-annotate in a shell.\n")
+        done, ran = _statements(
+            store, lambda: store.address_annotation(a.id, "pipx install mkdocs-annotate")
+        )
+        assert [s for s in ran if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
+        assert (done.status, done.anchor_state, done.source.line_start) == (
+            "addressed",
+            "anchored",
+            5,
+        )
+        assert done == store.get_annotation(a.id)
+
+
+def test_the_agents_sequence_writes_the_replacement_once(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        a = store.add_annotation(text_note())
+        md = tmp_path / "docs" / "guide" / "install.md"
+        md.write_text("# Install\n\nRun pipx install mkdocs-annotate in a shell.\n")
+        target = store.update_annotation_target(a.id, "pipx install mkdocs-annotate")
+        done, ran = _statements(
+            store, lambda: store.address_annotation(a.id, "pipx install mkdocs-annotate")
+        )
+        updates = [s for s in ran if s.startswith("UPDATE annotations")]
+        assert len(updates) == 1 and "replaced_text" not in updates[0]
+        assert done.source == target.source
+        assert done.replaced_text == "pipx install mkdocs-annotate"
+
+
+def test_a_read_of_unchanged_notes_is_one_read_transaction(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        a = store.add_annotation(text_note())
+        for read in (
+            lambda: store.get_annotation(a.id),
+            lambda: store.list_annotations(),
+            lambda: store.list_annotations(as_json=True),
+            lambda: store.summary(),
+        ):
+            _, ran = _statements(store, read)
+            assert [s for s in ran if s.startswith(("BEGIN", "UPDATE"))] == ["BEGIN"]
+        # A changed file is reconciled first, then read once.
+        md = tmp_path / "docs" / "guide" / "install.md"
+        md.write_text("# Install\n\nIntro.\n\nRun pip install mkdocs-annotate in a shell.\n")
+        os.utime(md, (md.stat().st_atime, md.stat().st_mtime + 10))
+        got, ran = _statements(store, lambda: store.get_annotation(a.id))
+        assert [s for s in ran if s.startswith("BEGIN")] == ["BEGIN", "BEGIN IMMEDIATE", "BEGIN"]
+        assert got.source.line_start == 5

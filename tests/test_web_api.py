@@ -13,7 +13,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
-from annotate.anchoring import locate_many
+from annotate.anchoring import Selector, locate_many
 from annotate.store import Store
 from annotate.web import create_app
 
@@ -155,7 +155,7 @@ def test_reply(client: TestClient, store: Store) -> None:
     )
     last = r.json()["replies"][-1]
     assert (last["role"], last["author"], last["message"]) == ("agent", "claude", "The first")
-    assert len(store.get(id).replies) == 2
+    assert len(store.get_annotation(id).replies) == 2
 
 
 def test_reply_refusals(client: TestClient, store: Store) -> None:
@@ -190,18 +190,18 @@ TRANSITIONS = {
 @pytest.mark.parametrize(("action", "status"), list(TRANSITIONS))
 def test_status_transitions(client: TestClient, store: Store, action: str, status: str) -> None:
     id = at(store, status)
-    before = store.get(id)
+    before = store.get_annotation(id)
     r = client.post(f"{API}/annotations/{id}/status", json={"action": action})
     expected = TRANSITIONS[(action, status)]
     if expected is None:
         assert r.status_code == 409
         assert r.json()["code"] == "invalid_transition"
         assert id in r.json()["error"]
-        assert store.get(id) == before
+        assert store.get_annotation(id) == before
     else:
         assert r.status_code == 200, r.text
         assert r.json()["status"] == expected
-        assert r.json() == store.get(id).to_dict()
+        assert r.json() == store.get_annotation(id).to_dict()
 
 
 def test_address_with_replaced_text_and_reopen_with_note(client: TestClient, store: Store) -> None:
@@ -242,7 +242,7 @@ def test_status_refusals(client: TestClient, store: Store, body: dict, message: 
     id = at(store, "open")
     r = client.post(f"{API}/annotations/{id}/status", json=body)
     assert (r.status_code, r.json()) == (400, {"error": message, "code": "invalid"})
-    assert store.get(id).status == "open"
+    assert store.get_annotation(id).status == "open"
 
 
 # -- page notes ---------------------------------------------------------------------------------
@@ -293,8 +293,8 @@ def test_page_note_routes_refuse_annotation_ids(client: TestClient, store: Store
     for path, body in [("replies", {"message": "x"}), ("status", {"action": "start"})]:
         r = client.post(f"{API}/page-notes/{id}/{path}", json=body)
         assert r.status_code == 404
-    assert store.get(id).status == "open"
-    assert store.get(id).replies == ()
+    assert store.get_annotation(id).status == "open"
+    assert store.get_annotation(id).replies == ()
 
 
 # -- reviews ------------------------------------------------------------------------------------
@@ -414,7 +414,7 @@ def test_anchor_versions_of_a_page_answer_as_a_fresh_search(
                 position={"start": start, "end": start + 60},
             )
         )
-    selectors = [s for _, s in store.text_selectors("/guide/install/")]
+    selectors = [Selector(*row[1:]) for row in store.text_selector_rows("/guide/install/")]
     for version in range(6):
         edited = list(lines)
         edited.insert(0, f"A new first line, version {version}.")
@@ -549,7 +549,7 @@ def test_unknown_query_parameters_are_refused(client: TestClient, store: Store) 
         "error": "Unknown query parameter 'force'; this route takes none",
         "code": "invalid",
     }
-    assert store.get(id).status == "open"
+    assert store.get_annotation(id).status == "open"
 
 
 def test_page_sources_locate_notes_in_markdown(store: Store) -> None:

@@ -1,4 +1,4 @@
-"""The Starlette app: the REST API of SPEC §6 under `/__annotate/api/`, the review page, the overlay
+"""The Starlette app: the REST API (docs/http-api.md) under `/__annotate/api/`, the review page, the overlay
 files and, for `annotate serve`, a static site with the overlay injected.
 
 Each route translates one HTTP request into one library call, the same call the CLI command and the
@@ -7,6 +7,7 @@ MCP tool make (STYLE.md §3); library errors become `{error, code}` with their `
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -25,10 +26,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .. import __version__, urls
+from .. import __version__, export, urls
 from .. import validation as validate
 from ..anchoring.pagecache import Anchors
-from ..errors import AnnotateError, ValidationError
+from ..errors import AnnotateError, AnnotationNotFound, ValidationError
+from ..models import Annotation
 from ..store import Store
 from . import review_page
 from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
@@ -215,6 +217,12 @@ def _statuses(request: Request) -> str | list[str] | None:
     return values
 
 
+def _kind(request: Request) -> str | None:
+    # page-notes/{id}/… routes act on page notes only; annotation routes take either id, as the
+    # store's lifecycle methods do.
+    return "page_note" if request.url.path.startswith(f"{API}/page-notes/") else None
+
+
 def _created(data: dict[str, Any], url: str) -> JsonResponse:
     return JsonResponse(data, 201, {"Location": url})
 
@@ -245,12 +253,15 @@ class Api:
         anchor = _list(request, "anchorState")
         resolved = _bool(request, "includeResolved")
         items = await run_in_threadpool(
-            self.store.list_annotations_json,
-            page,
-            status,
-            type=kind,
-            anchor_state=anchor,
-            include_resolved=resolved,
+            functools.partial(
+                self.store.list_annotations,
+                page,
+                status,
+                type=kind,
+                anchor_state=anchor,
+                include_resolved=resolved,
+                as_json=True,
+            )
         )
         return json_bytes_response(f'{{"annotations":{items}}}'.encode())
 
@@ -262,7 +273,10 @@ class Api:
 
     async def get_annotation(self, request: Request) -> Response:
         _allow(request)
-        item = await run_in_threadpool(self.store.get_annotation, request.path_params["id"])
+        id = request.path_params["id"]
+        item = await run_in_threadpool(self.store.get_annotation, id)
+        if not isinstance(item, Annotation):
+            raise AnnotationNotFound(id)  # a page note's route is page-notes/{id}
         return JsonResponse(item.to_dict())
 
     async def edit_annotation(self, request: Request) -> Response:
@@ -273,7 +287,9 @@ class Api:
 
     async def delete_annotation(self, request: Request) -> Response:
         _allow(request)
-        await self._write(self.store.delete_annotation, request.path_params["id"])
+        await self._write(
+            functools.partial(self.store.delete, request.path_params["id"], kind="annotation")
+        )
         return Response(status_code=204)
 
     # lifecycle: annotations and page notes alike
@@ -285,13 +301,16 @@ class Api:
         id = request.path_params["id"]
         role = data.get("role", "reviewer")
 
-        def call() -> Any:
-            self._check_kind(request, id)
-            return self.store.add_reply(
-                id, data.get("message"), role=role, author=data.get("author")
+        item = await self._write(
+            functools.partial(
+                self.store.add_reply,
+                id,
+                data.get("message"),
+                role=role,
+                author=data.get("author"),
+                kind=_kind(request),
             )
-
-        item = await self._write(call)
+        )
         return JsonResponse(item.to_dict(), 201)
 
     async def status(self, request: Request) -> Response:
@@ -310,29 +329,24 @@ class Api:
             raise ValidationError("note is only used with action 'reopen'", "note")
         id = request.path_params["id"]
 
-        def call() -> Any:
-            self._check_kind(request, id)
-            if action == "start":
-                return self.store.set_in_progress(id)
-            if action == "address":
-                return self.store.address_annotation(
-                    id,
-                    data.get("replacedText"),
-                    message=data.get("message"),
-                    deleted=data.get("deleted", False),
-                )
-            if action == "accept":
-                return self.store.accept(id)
-            return self.store.reopen(id, data.get("note"))
-
+        kind = _kind(request)
+        if action == "start":
+            call = functools.partial(self.store.set_in_progress, id, kind=kind)
+        elif action == "address":
+            call = functools.partial(
+                self.store.address_annotation,
+                id,
+                data.get("replacedText"),
+                message=data.get("message"),
+                deleted=data.get("deleted", False),
+                kind=kind,
+            )
+        elif action == "accept":
+            call = functools.partial(self.store.accept, id, kind=kind)
+        else:
+            call = functools.partial(self.store.reopen, id, data.get("note"), kind=kind)
         item = await self._write(call)
         return JsonResponse(item.to_dict())
-
-    def _check_kind(self, request: Request, id: str) -> None:
-        # page-notes/{id}/… routes act on page notes only; annotation routes take either id,
-        # as the store's lifecycle methods do.
-        if request.url.path.startswith(f"{API}/page-notes/"):
-            self.store.get_page_note(id)
 
     # page notes
 
@@ -365,7 +379,9 @@ class Api:
 
     async def delete_page_note(self, request: Request) -> Response:
         _allow(request)
-        await self._write(self.store.delete_page_note, request.path_params["id"])
+        await self._write(
+            functools.partial(self.store.delete, request.path_params["id"], kind="page_note")
+        )
         return Response(status_code=204)
 
     # reviews
@@ -425,7 +441,9 @@ class Api:
             if "includeResolved" not in request.query_params
             else _bool(request, "includeResolved")
         )
-        text = await run_in_threadpool(self.store.export, fmt, include_resolved=include)
+        text = await run_in_threadpool(
+            functools.partial(export.render, self.store, fmt, include_resolved=include)
+        )
         media = {
             "markdown": "text/markdown; charset=utf-8",
             "json": "application/json",
@@ -518,7 +536,7 @@ def create_app(
     changes_timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_INTERVAL,
 ) -> Starlette:
-    """The whole web surface of one store, everything under `/__annotate/` (SPEC §6).
+    """The whole web surface of one store, everything under `/__annotate/` (docs/http-api.md).
 
     `token`: the project token (or a callable returning the current one, e.g. `tokens.TokenFile`);
     every API request must carry it in `X-Annotate-Token`. `read_only`: refuse every write with 405.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 import annotate
+from annotate.export import render
 
 from .conftest import Server, annotate_selection, highlighted, notes_in_store, open_page
 from .test_robustness import annotate_in_store
@@ -193,7 +194,7 @@ def test_copy_as_markdown(page: Page, plain_server: Server) -> None:
     expect(page.locator("#annotate-host .toast")).to_have_text("Copied as Markdown")
     copied = page.evaluate("navigator.clipboard.readText()")
     with annotate.open(plain_server.project) as store:
-        assert copied == store.export("markdown")
+        assert copied == render(store, "markdown")
     assert "Markdown export check." in copied and "unique sentence" in copied
     assert "Page-level remark." in copied
 

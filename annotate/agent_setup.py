@@ -2,11 +2,11 @@
 
 For each agent (Claude Code, Codex, OpenCode) and scope (the project, or the user's home) it writes
 the MCP server's entry into the agent's configuration, merged with what is there, and a skill file
-that teaches the workflow (seeds/001 §8.1); `.annotate/` goes into the project's `.gitignore`.
+that teaches the workflow; `.annotate/` goes into the project's `.gitignore`.
 With `gate=True` it also installs `annotate hook stop` as a Stop hook (Claude Code's
 `settings.json`, Codex's `hooks.json`; OpenCode has no hook that can hold a turn), which keeps the
 agent at a review it took until every note is addressed (annotate/hook.py).
-Everything written is recorded in `.annotate/config.json` (seeds/001 §4.5), so a second run changes
+Everything written is recorded in `.annotate/config.json`, so a second run changes
 nothing and `--uninstall` removes exactly that: our entries, never the user's own.
 """
 
@@ -522,7 +522,7 @@ def uninstall(
         undone.append(entry)
     record.installs = keep
     folders = {d for e in undone for d in e.get("dirs", [])}
-    # seeds/001 §8.3: without a record (older installs), look in the known places.
+    # Without a record (older installs), look in the known places.
     recorded = {e["path"] for e in record.installs} | {str(a.path) for a in actions}
     for agent in () if gate else chosen:
         for s in SCOPES if scope is None else (scope,):
