@@ -103,7 +103,7 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
 }
 # Commands that run a host whose every call is pinned above and below: `annotate mcp` runs the MCP
 # server (its tools), `annotate serve` the web app (its routes).
-HOSTS = {"mcp": build_server, "serve": create_app}
+HOSTS = {"mcp": build_server, "serve": create_app, "proxy": create_app}
 
 # REST route -> (body, the library functions it calls). The status route's actions are four calls.
 # The anchor route answers from `text_selector_rows` and, once its answer is sent, prepares the
@@ -266,10 +266,12 @@ def test_cli_command_makes_one_call(
 
 
 def test_the_hosts_run_what_is_pinned() -> None:
-    # `annotate mcp` and `annotate serve` make no call of their own: they start these.
+    # `annotate mcp`, `annotate serve` and `annotate proxy` make no call of their own: they start
+    # these (the proxy serves `create_app` in front of a dev server).
     source = {name: inspect.getsource(cli.commands[name].callback) for name in HOSTS}
     assert "from .mcp_server import run" in source["mcp"]
     assert "from .web.server import serve as run" in source["serve"]
+    assert "from .devserver import run" in source["proxy"]
 
 
 # -- REST ---------------------------------------------------------------------------------------
