@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from . import fields
 from .diff import change
 from .errors import ValidationError
 from .models import Annotation, PageNote, Review
@@ -83,14 +84,14 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
 
 # -- Markdown -----------------------------------------------------------------------------------
 
-# The Markdown writer works on plain tuples, in the column order of `Store._outline`:
-# annotations (id, type, page_url, page_title, note, status, intent, suggestion, selected_text,
-# css_selector, outer_html_preview, source_path, line_start, line_end, anchor_state,
-# replaced_text, original_excerpt, source_excerpt), page notes (id, page_url, page_title, note, status), and replies as
+# The Markdown writer works on the export rows of the field table (annotate/fields.py), named
+# tuples read straight from the tables by `Store._outline`, and replies as
 # {parent id: [(role, message), ...]}.
-AnnotationRow = tuple[Any, ...]
-NoteRow = tuple[str, str, str, str, str]
+AnnotationRow = Any
+NoteRow = Any
 Replies = dict[str, list[tuple[str, str]]]
+_annotation_row = fields.ANNOTATION.row_of()
+_page_note_row = fields.PAGE_NOTE.row_of()
 
 
 def to_markdown(
@@ -101,18 +102,10 @@ def to_markdown(
     note_rows: list[NoteRow] = []
     replies: Replies = {}
     for a in annotations:
-        sel, src = a.element_selector, a.source
-        rows.append(
-            (a.id, a.type, a.page_url, a.page_title, a.note, a.status, a.intent, a.suggestion,
-             a.selected_text, sel.css_selector if sel else None,
-             sel.outer_html_preview if sel else None, src.path if src else None,
-             src.line_start if src else None, src.line_end if src else None, a.anchor_state,
-             a.replaced_text, a.original_source.excerpt if a.original_source else None,
-             src.excerpt if src else None)
-        )  # fmt: skip
+        rows.append(_annotation_row(a))
         replies[a.id] = [(r.role, r.message) for r in a.replies]
     for n in notes:
-        note_rows.append((n.id, n.page_url, n.page_title, n.note, n.status))
+        note_rows.append(_page_note_row(n))
         replies[n.id] = [(r.role, r.message) for r in n.replies]
     return _markdown(rows, note_rows, replies, now or datetime.now(timezone.utc))
 
@@ -124,18 +117,18 @@ def _markdown(
     # page url -> [title, page-note rows, annotation rows]
     pages: dict[str, list[Any]] = {}
     for note in notes:
-        page = pages.get(note[1])
+        page = pages.get(note.page_url)
         if page is None:
-            page = pages[note[1]] = [note[2], [], []]
+            page = pages[note.page_url] = [note.page_title, [], []]
         elif not page[0]:
-            page[0] = note[2]
+            page[0] = note.page_title
         page[1].append(note)
     for a in annotations:
-        page = pages.get(a[2])
+        page = pages.get(a.page_url)
         if page is None:
-            page = pages[a[2]] = [a[3], [], []]
+            page = pages[a.page_url] = [a.page_title, [], []]
         elif not page[0]:
-            page[0] = a[3]
+            page[0] = a.page_title
         page[2].append(a)
     if not pages:
         lines.append("No annotations or notes yet.")
@@ -146,22 +139,31 @@ def _markdown(
         lines += ["---", "", f"## {_inline(url)}{title}", ""]
         if page_notes:
             lines.append("### Page notes")
-            for id, _, _, note, status in page_notes:
-                lines.append(f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)")
-                lines += _block(note, "  ", skip_first=True)
-                lines += _replies(replies.get(id, no_replies), "  ")
+            for n in page_notes:
+                lines.append(f"- {_line(_one_line(n.note))}{_status(n.status)} (id: `{n.id}`)")
+                lines += _block(n.note, "  ", skip_first=True)
+                lines += _replies(replies.get(n.id, no_replies), "  ")
             lines.append("")
         if page_annotations:
             lines.append("### Annotations")
             for i, a in enumerate(page_annotations, 1):
-                lines += _annotation(i, a, replies.get(a[0], no_replies))
+                lines += _annotation(i, a, replies.get(a.id, no_replies))
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> list[str]:
-    (id, type, _, _, note, status, intent, suggestion, selected, css, preview, path, start, end,
-     anchor_state, replaced, original, current) = a  # fmt: skip
+    id, type, note, status, intent, suggestion = (
+        a.id,
+        a.type,
+        a.note,
+        a.status,
+        a.intent,
+        a.suggestion,
+    )
+    selected, css, preview = a.selected_text, a.css_selector, a.outer_html_preview
+    path, start, end, anchor_state = a.source_path, a.line_start, a.line_end, a.anchor_state
+    replaced, original, current = a.replaced_text, a.original_excerpt, a.source_excerpt
     if type == "text":
         head = f'{i}. **"{_inline(_one_line(selected or ""), quoted=True)}"**'
     else:
