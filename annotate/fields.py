@@ -125,13 +125,20 @@ class Table:
     """The fields of one kind of item, in the order of its JSON answer."""
 
     def __init__(
-        self, name: str, sql_table: str, fields: tuple[Field, ...], *, decoder_args: str
+        self,
+        name: str,
+        sql_table: str,
+        fields: tuple[Field, ...],
+        *,
+        decoder_args: str,
+        decoder_prelude: str = "",
     ) -> None:
         self.name = name
         self.sql_table = sql_table
         self.fields = fields
         self.by_key = {f.key: f for f in fields}
         self.decoder_args = decoder_args
+        self.decoder_prelude = decoder_prelude
         outline = [c for f in fields for c in f.outline_columns()]
         # The rows of the Markdown export: `select` reads them straight from the table.
         self.row: type[tuple[Any, ...]] = namedtuple(  # type: ignore[misc]
@@ -171,7 +178,8 @@ class Table:
     def decoder(self, cls: type, namespace: Mapping[str, Any]) -> Callable[..., Any]:
         """`cls` from a row `r` of the table (one constructor call)."""
         args = ", ".join(f"{f.attr}={f.decode_py()}" for f in self.answer)
-        source = f"def decode({self.decoder_args}):\n    return cls({args})\n"
+        prelude = f"    {self.decoder_prelude}\n" if self.decoder_prelude else ""
+        source = f"def decode({self.decoder_args}):\n{prelude}    return cls({args})\n"
         return _compile(source, "decode", {**namespace, "cls": cls})
 
     def row_of(self) -> Callable[[Any], tuple[Any, ...]]:
@@ -248,7 +256,7 @@ ANNOTATION = Table(
             input=True,
             ref="Quote",
             decode='TextQuote(r["quote_exact"] or "", r["quote_prefix"] or "", '
-            'r["quote_suffix"] or "") if r["type"] == "text" else None',
+            'r["quote_suffix"] or "") if text else None',
             sql="CASE WHEN a.type = 'text' THEN "
             + _object_sql(
                 ("exact", "coalesce(a.quote_exact, '')"),
@@ -263,8 +271,8 @@ ANNOTATION = Table(
             nullable=True,
             input=True,
             ref="Position",
-            decode='TextPosition(r["position_start"], r["position_end"]) if r["type"] == "text" '
-            'and r["position_start"] is not None else None',
+            decode='TextPosition(start, r["position_end"]) if text and '
+            '(start := r["position_start"]) is not None else None',
             sql="CASE WHEN a.type = 'text' AND a.position_start IS NOT NULL THEN "
             + _object_sql(("start", "a.position_start"), ("end", "a.position_end"))
             + " END",
@@ -277,8 +285,7 @@ ANNOTATION = Table(
             input=True,
             ref="ElementSelector",
             # Stored as validated JSON with every field (validation.element_selector).
-            decode='element(r["element_selector"]) if r["type"] != "text" and '
-            'r["element_selector"] else None',
+            decode='element(e) if not text and (e := r["element_selector"]) else None',
             sql="CASE WHEN a.type != 'text' AND a.element_selector != '' THEN "
             + _object_sql(
                 ("cssSelector", _element_sql("cssSelector")),
@@ -310,9 +317,9 @@ ANNOTATION = Table(
             type="object",
             nullable=True,
             ref="Source",
-            decode='Source(r["source_path"], r["source_line_start"], r["source_line_end"], '
+            decode='Source(path, r["source_line_start"], r["source_line_end"], '
             'r["source_excerpt"] or "", kind=r["source_kind"], object=r["source_object"], '
-            'last_known=r["anchor_state"] != "anchored") if r["source_path"] else None',
+            'last_known=r["anchor_state"] != "anchored") if (path := r["source_path"]) else None',
             # kind, object and lastKnown only when they say something, as Source.to_dict
             # writes them.
             sql="CASE WHEN a.source_path != '' THEN json_patch("
@@ -336,8 +343,8 @@ ANNOTATION = Table(
             type="object",
             nullable=True,
             ref="Source",
-            decode='Source(r["original_path"], r["original_line_start"], '
-            'r["original_line_end"], r["original_excerpt"] or "") if r["original_path"] else None',
+            decode='Source(was, r["original_line_start"], r["original_line_end"], '
+            'r["original_excerpt"] or "") if (was := r["original_path"]) else None',
             sql="CASE WHEN a.original_path != '' THEN "
             + _object_sql(
                 ("path", "a.original_path"),
@@ -372,6 +379,8 @@ ANNOTATION = Table(
         Field("occurrence", type="integer", nullable=True, input=True, answer=False),
     ),
     decoder_args="r, replies",
+    # A row's names are looked up one by one: each column is read once.
+    decoder_prelude='text = r["type"] == "text"',
 )
 
 PAGE_NOTE = Table(

@@ -81,7 +81,7 @@ extra = f.Field(
 at = [x.key for x in f.ANNOTATION].index("suggestion") + 1
 f.ANNOTATION = f.Table(
     "Annotation", "annotations", (*f.ANNOTATION.fields[:at], extra, *f.ANNOTATION.fields[at:]),
-    decoder_args="r, replies",
+    decoder_args=f.ANNOTATION.decoder_args, decoder_prelude=f.ANNOTATION.decoder_prelude,
 )
 models = load("models")
 
