@@ -84,12 +84,16 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
 
 # -- Markdown -----------------------------------------------------------------------------------
 
-# The Markdown writer works on the export rows of the field table (annotate/fields.py), named
-# tuples read straight from the tables by `Store._outline`, and replies as
-# {parent id: [(role, message), ...]}.
-AnnotationRow = Any
-NoteRow = Any
+# The Markdown writer works on the export rows of the field table (annotate/fields.py): tuples in
+# the order of `fields.ANNOTATION.row` and `fields.PAGE_NOTE.row`, as `Store._outline` reads
+# them, taken apart into parameters of the same names (`_annotation`, `_page_note`;
+# tests/test_fields.py checks the names); replies as {parent id: [(role, message), ...]}.
+AnnotationRow = tuple[Any, ...]
+NoteRow = tuple[Any, ...]
 Replies = dict[str, list[tuple[str, str]]]
+NO_REPLIES: list[tuple[str, str]] = []
+_A_URL, _A_TITLE = (fields.ANNOTATION.row._fields.index(n) for n in ("page_url", "page_title"))
+_P_URL, _P_TITLE = (fields.PAGE_NOTE.row._fields.index(n) for n in ("page_url", "page_title"))
 _annotation_row = fields.ANNOTATION.row_of()
 _page_note_row = fields.PAGE_NOTE.row_of()
 
@@ -117,53 +121,72 @@ def _markdown(
     # page url -> [title, page-note rows, annotation rows]
     pages: dict[str, list[Any]] = {}
     for note in notes:
-        page = pages.get(note.page_url)
+        page = pages.get(note[_P_URL])
         if page is None:
-            page = pages[note.page_url] = [note.page_title, [], []]
+            page = pages[note[_P_URL]] = [note[_P_TITLE], [], []]
         elif not page[0]:
-            page[0] = note.page_title
+            page[0] = note[_P_TITLE]
         page[1].append(note)
     for a in annotations:
-        page = pages.get(a.page_url)
+        page = pages.get(a[_A_URL])
         if page is None:
-            page = pages[a.page_url] = [a.page_title, [], []]
+            page = pages[a[_A_URL]] = [a[_A_TITLE], [], []]
         elif not page[0]:
-            page[0] = a.page_title
+            page[0] = a[_A_TITLE]
         page[2].append(a)
     if not pages:
         lines.append("No annotations or notes yet.")
         return "\n".join(lines) + "\n"
-    no_replies: list[tuple[str, str]] = []
     for url, (title, page_notes, page_annotations) in pages.items():
         title = f" — {_inline(_one_line(title))}" if title else ""
         lines += ["---", "", f"## {_inline(url)}{title}", ""]
         if page_notes:
             lines.append("### Page notes")
             for n in page_notes:
-                lines.append(f"- {_line(_one_line(n.note))}{_status(n.status)} (id: `{n.id}`)")
-                lines += _block(n.note, "  ", skip_first=True)
-                lines += _replies(replies.get(n.id, no_replies), "  ")
+                lines += _page_note(replies, *n)
             lines.append("")
         if page_annotations:
             lines.append("### Annotations")
             for i, a in enumerate(page_annotations, 1):
-                lines += _annotation(i, a, replies.get(a.id, no_replies))
+                lines += _annotation(i, replies, *a)
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> list[str]:
-    id, type, note, status, intent, suggestion = (
-        a.id,
-        a.type,
-        a.note,
-        a.status,
-        a.intent,
-        a.suggestion,
-    )
-    selected, css, preview = a.selected_text, a.css_selector, a.outer_html_preview
-    path, start, end, anchor_state = a.source_path, a.line_start, a.line_end, a.anchor_state
-    replaced, original, current = a.replaced_text, a.original_excerpt, a.source_excerpt
+def _page_note(
+    replies: Replies, id: str, page_url: str, page_title: str, note: str, status: str
+) -> list[str]:
+    lines = [f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)"]
+    lines += _block(note, "  ", skip_first=True)
+    lines += _replies(replies.get(id, NO_REPLIES), "  ")
+    return lines
+
+
+def _annotation(
+    i: int,
+    replies: Replies,
+    id: str,
+    type: str,
+    page_url: str,
+    page_title: str,
+    note: str,
+    status: str,
+    intent: str,
+    suggestion: str | None,
+    selected_text: str | None,
+    replaced_text: str | None,
+    css_selector: str | None,
+    outer_html_preview: str | None,
+    source_path: str | None,
+    line_start: int | None,
+    line_end: int | None,
+    original_excerpt: str | None,
+    source_excerpt: str | None,
+    anchor_state: str,
+) -> list[str]:
+    selected, css, preview, path = selected_text, css_selector, outer_html_preview, source_path
+    start, end, replaced = line_start, line_end, replaced_text
+    original, current = original_excerpt, source_excerpt
     if type == "text":
         head = f'{i}. **"{_inline(_one_line(selected or ""), quoted=True)}"**'
     else:
@@ -190,8 +213,9 @@ def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> lis
     if diff:
         out.append("   Change in the Markdown (`[-removed-]{+added+}`):")
         out += _block(diff, "   ", quote=False, fence=True)
-    if replies:
-        out += _replies(replies, "   ")
+    thread = replies.get(id, NO_REPLIES)
+    if thread:
+        out += _replies(thread, "   ")
     return out
 
 

@@ -1441,7 +1441,7 @@ class Store:
     def _outline(
         self, *, include_resolved: bool
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
-        """What the Markdown export shows, as plain tuples in one snapshot (see `export`).
+        """What the Markdown export shows, as rows in one snapshot (see `export`).
 
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
@@ -1459,22 +1459,14 @@ class Store:
                     replies[parent].append((role, message))
                 else:
                     replies[parent] = [(role, message)]
-            # The export's named tuples (annotate/fields.py `Table.row`), made in C: no Python
-            # call per row.
-            annotations = list(
-                map(
-                    _ANNOTATION_ROW,
-                    cur.execute(
-                        f"SELECT {ANNOTATION.select} FROM annotations{where} ORDER BY rowid"
-                    ),
-                )
-            )
-            notes = list(
-                map(
-                    _PAGE_NOTE_ROW,
-                    cur.execute(f"SELECT {PAGE_NOTE.select} FROM page_notes{where} ORDER BY rowid"),
-                )
-            )
+            # Columns in the order of the export rows (annotate/fields.py `Table.row`), left
+            # plain tuples: a named tuple per row would cost more than the Markdown it becomes.
+            annotations = cur.execute(
+                f"SELECT {ANNOTATION.select} FROM annotations{where} ORDER BY rowid"
+            ).fetchall()
+            notes = cur.execute(
+                f"SELECT {PAGE_NOTE.select} FROM page_notes{where} ORDER BY rowid"
+            ).fetchall()
         return annotations, notes, replies
 
     def summary(self) -> Summary:
@@ -1776,5 +1768,3 @@ _annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder
     Annotation, _DECODING
 )
 _page_note: Callable[..., PageNote] = PAGE_NOTE.decoder(PageNote, _DECODING)
-_ANNOTATION_ROW = functools.partial(tuple.__new__, ANNOTATION.row)
-_PAGE_NOTE_ROW = functools.partial(tuple.__new__, PAGE_NOTE.row)
