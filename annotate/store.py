@@ -1459,8 +1459,8 @@ class Store:
                     replies[parent].append((role, message))
                 else:
                     replies[parent] = [(role, message)]
-            # Columns in the order of the export rows (annotate/fields.py `Table.row`), left
-            # plain tuples: a named tuple per row would cost more than the Markdown it becomes.
+            # Columns in the order of the export rows (annotate/fields.py `Table.row`); the writer
+            # takes each apart into parameters of those names, so no object is made per row.
             annotations = cur.execute(
                 f"SELECT {ANNOTATION.select} FROM annotations{where} ORDER BY rowid"
             ).fetchall()
