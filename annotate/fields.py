@@ -9,7 +9,8 @@ at import, come:
 - the JSON SQLite writes for listings, `sqljson.ANNOTATION_JSON` (`Field.sql`);
 - the OpenAPI schemas of answers and of create bodies (annotate/web/openapi.py);
 - the limits and the field sets of annotate/validation.py (`limit`, `input`, `editable`);
-- the rows of the Markdown export, named tuples (`Table.row`, `Table.select`).
+- the rows of the Markdown export: their columns (`Table.select`) and names (`Table.row`, which
+  the parameters of `export._annotation` and `export._page_note` repeat; a test compares them).
 
 Both the generated functions and the SQL are plain code once built (a dict display, a constructor
 call, one `json_object(...)`), as fast as the hand-written ones they replace; tests/test_fields.py
@@ -140,7 +141,8 @@ class Table:
         self.decoder_args = decoder_args
         self.decoder_prelude = decoder_prelude
         outline = [c for f in fields for c in f.outline_columns()]
-        # The rows of the Markdown export: `select` reads them straight from the table.
+        # The rows of the Markdown export: `select` reads them straight from the table, in the
+        # order of `row`'s names.
         self.row: type[tuple[Any, ...]] = namedtuple(  # type: ignore[misc]
             f"{name}Row", [name for name, _, _ in outline]
         )
