@@ -143,7 +143,7 @@ class Table:
         outline = [c for f in fields for c in f.outline_columns()]
         # The rows of the Markdown export: `select` reads them straight from the table, in the
         # order of `row`'s names.
-        self.row: type[tuple[Any, ...]] = namedtuple(  # type: ignore[misc]
+        self.row: Any = namedtuple(  # type: ignore[misc]
             f"{name}Row", [name for name, _, _ in outline]
         )
         self.select = ", ".join(sql for _, sql, _ in outline)

@@ -139,7 +139,7 @@ def plain_changes(fields: tuple[Field, ...], data: Mapping[str, Any]) -> dict[st
 
 def _nothing_to_change(editable: frozenset[str], plain: tuple[Field, ...]) -> str:
     """ "give note, intent, suggestion or pageTitle": the ruled fields, then the plain ones."""
-    names = [k for k in ("note", "intent", "suggestion") if k in editable]
+    names: list[str] = [k for k in ("note", "intent", "suggestion") if k in editable]
     names += [f.key for f in plain if f.editable]
     return f"Nothing to change: give {', '.join(names[:-1])} or {names[-1]}"
 

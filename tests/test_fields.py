@@ -49,13 +49,13 @@ def test_field_sets_and_limits_come_from_the_table() -> None:
 
 def test_export_rows_are_named_and_read_by_name() -> None:
     row = fields.ANNOTATION.row
-    assert row._fields[:3] == ("id", "type", "page_url")  # type: ignore[attr-defined]
+    assert row._fields[:3] == ("id", "type", "page_url")
     assert fields.ANNOTATION.select.startswith("id, type, page_url, coalesce(page_title, '')")
     # The Markdown writer takes a row apart into parameters named as the table names its columns.
     annotation = list(inspect.signature(export._annotation).parameters)[2:]
-    assert tuple(annotation) == row._fields  # type: ignore[attr-defined]
+    assert tuple(annotation) == row._fields
     page_note = list(inspect.signature(export._page_note).parameters)[1:]
-    assert tuple(page_note) == fields.PAGE_NOTE.row._fields  # type: ignore[attr-defined]
+    assert tuple(page_note) == fields.PAGE_NOTE.row._fields
     assert "'replies', json((SELECT json_group_array(json_object('id', r.id" in (
         sqljson.ANNOTATION_JSON
     )

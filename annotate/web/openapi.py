@@ -154,7 +154,7 @@ INCLUDE_RESOLVED = _query(
     "includeResolved", {"type": "boolean"}, "Include resolved items (default false)."
 )
 # Fields the store sets: accepted in a create body (a client may send back what it got) and ignored.
-SERVER_SET = {name: {} for name in sorted(v.SERVER_SET)}
+SERVER_SET: dict[str, Any] = {name: {} for name in sorted(v.SERVER_SET)}
 
 
 TIMESTAMP = _string(description="ISO 8601 UTC, e.g. `2026-11-21T10:30:00.123Z`.")
