@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from . import fields
 from .diff import change
 from .errors import ValidationError
 from .models import Annotation, PageNote, Review
@@ -83,14 +84,18 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
 
 # -- Markdown -----------------------------------------------------------------------------------
 
-# The Markdown writer works on plain tuples, in the column order of `Store.export_rows`:
-# annotations (id, type, page_url, page_title, note, status, intent, suggestion, selected_text,
-# css_selector, outer_html_preview, source_path, line_start, line_end, anchor_state,
-# replaced_text, original_excerpt, source_excerpt), page notes (id, page_url, page_title, note, status), and replies as
-# {parent id: [(role, message), ...]}.
+# The Markdown writer works on the export rows of the field table (annotate/fields.py): tuples in
+# the order of `fields.ANNOTATION.row` and `fields.PAGE_NOTE.row`, as `Store.export_rows` reads
+# them, taken apart into parameters of the same names (`_annotation`, `_page_note`;
+# tests/test_fields.py checks the names); replies as {parent id: [(role, message), ...]}.
 AnnotationRow = tuple[Any, ...]
-NoteRow = tuple[str, str, str, str, str]
+NoteRow = tuple[Any, ...]
 Replies = dict[str, list[tuple[str, str]]]
+NO_REPLIES: list[tuple[str, str]] = []
+_A_URL, _A_TITLE = (fields.ANNOTATION.row._fields.index(n) for n in ("page_url", "page_title"))
+_P_URL, _P_TITLE = (fields.PAGE_NOTE.row._fields.index(n) for n in ("page_url", "page_title"))
+_annotation_row = fields.ANNOTATION.row_of()
+_page_note_row = fields.PAGE_NOTE.row_of()
 
 
 def to_markdown(
@@ -101,18 +106,10 @@ def to_markdown(
     note_rows: list[NoteRow] = []
     replies: Replies = {}
     for a in annotations:
-        sel, src = a.element_selector, a.source
-        rows.append(
-            (a.id, a.type, a.page_url, a.page_title, a.note, a.status, a.intent, a.suggestion,
-             a.selected_text, sel.css_selector if sel else None,
-             sel.outer_html_preview if sel else None, src.path if src else None,
-             src.line_start if src else None, src.line_end if src else None, a.anchor_state,
-             a.replaced_text, a.original_source.excerpt if a.original_source else None,
-             src.excerpt if src else None)
-        )  # fmt: skip
+        rows.append(_annotation_row(a))
         replies[a.id] = [(r.role, r.message) for r in a.replies]
     for n in notes:
-        note_rows.append((n.id, n.page_url, n.page_title, n.note, n.status))
+        note_rows.append(_page_note_row(n))
         replies[n.id] = [(r.role, r.message) for r in n.replies]
     return _markdown(rows, note_rows, replies, now or datetime.now(timezone.utc))
 
@@ -124,44 +121,72 @@ def _markdown(
     # page url -> [title, page-note rows, annotation rows]
     pages: dict[str, list[Any]] = {}
     for note in notes:
-        page = pages.get(note[1])
+        page = pages.get(note[_P_URL])
         if page is None:
-            page = pages[note[1]] = [note[2], [], []]
+            page = pages[note[_P_URL]] = [note[_P_TITLE], [], []]
         elif not page[0]:
-            page[0] = note[2]
+            page[0] = note[_P_TITLE]
         page[1].append(note)
     for a in annotations:
-        page = pages.get(a[2])
+        page = pages.get(a[_A_URL])
         if page is None:
-            page = pages[a[2]] = [a[3], [], []]
+            page = pages[a[_A_URL]] = [a[_A_TITLE], [], []]
         elif not page[0]:
-            page[0] = a[3]
+            page[0] = a[_A_TITLE]
         page[2].append(a)
     if not pages:
         lines.append("No annotations or notes yet.")
         return "\n".join(lines) + "\n"
-    no_replies: list[tuple[str, str]] = []
     for url, (title, page_notes, page_annotations) in pages.items():
         title = f" — {_inline(_one_line(title))}" if title else ""
         lines += ["---", "", f"## {_inline(url)}{title}", ""]
         if page_notes:
             lines.append("### Page notes")
-            for id, _, _, note, status in page_notes:
-                lines.append(f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)")
-                lines += _block(note, "  ", skip_first=True)
-                lines += _replies(replies.get(id, no_replies), "  ")
+            for n in page_notes:
+                lines += _page_note(replies, *n)
             lines.append("")
         if page_annotations:
             lines.append("### Annotations")
             for i, a in enumerate(page_annotations, 1):
-                lines += _annotation(i, a, replies.get(a[0], no_replies))
+                lines += _annotation(i, replies, *a)
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> list[str]:
-    (id, type, _, _, note, status, intent, suggestion, selected, css, preview, path, start, end,
-     anchor_state, replaced, original, current) = a  # fmt: skip
+def _page_note(
+    replies: Replies, id: str, page_url: str, page_title: str, note: str, status: str
+) -> list[str]:
+    lines = [f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)"]
+    lines += _block(note, "  ", skip_first=True)
+    lines += _replies(replies.get(id, NO_REPLIES), "  ")
+    return lines
+
+
+def _annotation(
+    i: int,
+    replies: Replies,
+    id: str,
+    type: str,
+    page_url: str,
+    page_title: str,
+    note: str,
+    status: str,
+    intent: str,
+    suggestion: str | None,
+    selected_text: str | None,
+    replaced_text: str | None,
+    css_selector: str | None,
+    outer_html_preview: str | None,
+    source_path: str | None,
+    line_start: int | None,
+    line_end: int | None,
+    original_excerpt: str | None,
+    source_excerpt: str | None,
+    anchor_state: str,
+) -> list[str]:
+    selected, css, preview, path = selected_text, css_selector, outer_html_preview, source_path
+    start, end, replaced = line_start, line_end, replaced_text
+    original, current = original_excerpt, source_excerpt
     if type == "text":
         head = f'{i}. **"{_inline(_one_line(selected or ""), quoted=True)}"**'
     else:
@@ -188,8 +213,9 @@ def _annotation(i: int, a: AnnotationRow, replies: list[tuple[str, str]]) -> lis
     if diff:
         out.append("   Change in the Markdown (`[-removed-]{+added+}`):")
         out += _block(diff, "   ", quote=False, fence=True)
-    if replies:
-        out += _replies(replies, "   ")
+    thread = replies.get(id, NO_REPLIES)
+    if thread:
+        out += _replies(thread, "   ")
     return out
 
 

@@ -1,7 +1,7 @@
-"""The objects the store returns: annotations, page notes, replies, reviews (SPEC §3).
+"""The objects the store returns: annotations, page notes, replies, reviews (docs/data-model.md).
 
 Attributes are snake_case; `.to_dict()` gives the camelCase JSON shape that the API, the CLI's `--json`
-and the MCP tools share.
+and the MCP tools share, generated from the field table (annotate/fields.py), in its order.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from .fields import ANCHOR_STATES, ANNOTATION, INTENTS, PAGE_NOTE, REPLY, STATUSES
 
 __all__ = [
     "ANCHOR_STATES",
@@ -35,9 +37,6 @@ Intent = Literal["comment", "delete", "replace", "insert"]
 AnchorState = Literal["anchored", "stale", "orphaned", "removed"]
 Role = Literal["reviewer", "agent"]
 
-STATUSES: tuple[str, ...] = ("open", "in_progress", "addressed", "resolved")
-INTENTS: tuple[str, ...] = ("comment", "delete", "replace", "insert")
-ANCHOR_STATES: tuple[str, ...] = ("anchored", "stale", "orphaned", "removed")
 REVIEW_MODES: tuple[str, ...] = ("edit", "review")
 REVIEW_STATUSES: tuple[str, ...] = ("pending", "picked_up", "done")
 # A note in a review's compact answer: the note and suggestion are cut here (the rest through
@@ -93,19 +92,12 @@ class Reply:
     created_at: str
     author: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "role": self.role,
-            "author": self.author,
-            "message": self.message,
-            "createdAt": self.created_at,
-        }
+    to_dict = REPLY.to_dict()
 
 
 @dataclass(slots=True)
 class TextQuote:
-    """W3C TextQuoteSelector: the quote and 32 characters either side (SPEC §5)."""
+    """W3C TextQuoteSelector: the quote and 32 characters either side (docs/data-model.md)."""
 
     exact: str
     prefix: str = ""
@@ -225,33 +217,7 @@ class Annotation:
 
     kind = "annotation"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "pageUrl": self.page_url,
-            "pageTitle": self.page_title,
-            "note": self.note,
-            "status": self.status,
-            "intent": self.intent,
-            "suggestion": self.suggestion,
-            "selectedText": self.selected_text,
-            "quote": self.quote.to_dict() if self.quote else None,
-            "position": self.position.to_dict() if self.position else None,
-            "replacedText": self.replaced_text,
-            "elementSelector": self.element_selector.to_dict() if self.element_selector else None,
-            "source": self.source.to_dict() if self.source else None,
-            "originalSource": self.original_source.to_dict() if self.original_source else None,
-            "anchorState": self.anchor_state,
-            "anchorScore": self.anchor_score,
-            "replies": [r.to_dict() for r in self.replies],
-            "author": self.author,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "inProgressAt": self.in_progress_at,
-            "addressedAt": self.addressed_at,
-            "resolvedAt": self.resolved_at,
-        }
+    to_dict = ANNOTATION.to_dict()
 
     def brief(self) -> dict[str, Any]:
         """What a review lists for this note: enough to act on, details through get_context."""
@@ -311,22 +277,7 @@ class PageNote:
 
     kind = "page_note"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "pageUrl": self.page_url,
-            "pageTitle": self.page_title,
-            "note": self.note,
-            "status": self.status,
-            "source": self.source.to_dict() if self.source else None,
-            "replies": [r.to_dict() for r in self.replies],
-            "author": self.author,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "inProgressAt": self.in_progress_at,
-            "addressedAt": self.addressed_at,
-            "resolvedAt": self.resolved_at,
-        }
+    to_dict = PAGE_NOTE.to_dict()
 
     def brief(self) -> dict[str, Any]:
         """What a review lists for this page note (see `Annotation.brief`)."""

@@ -12,6 +12,18 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from .fields import ANNOTATION, PAGE_NOTE, REPLY
+
+# The SQLite type of a one-column field's JSON type.
+COLUMN_TYPES: dict[str, type] = {
+    "string": str,
+    "timestamp": str,
+    "enum": str,
+    "integer": int,
+    "boolean": int,
+    "number": float,
+}
+
 __all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES"]
 
 
@@ -158,11 +170,30 @@ def _source_fidelity(db: sqlite_utils.Database) -> None:
     db.table("pages").add_column("generated", str)
 
 
+def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
+    """The migration to `version` of the fields declared `since=version` (annotate/fields.py)."""
+
+    def migrate(db: sqlite_utils.Database) -> None:
+        for table in (ANNOTATION, PAGE_NOTE, REPLY):
+            for f in table:
+                if f.since == version:
+                    db.table(table.sql_table).add_column(f.col, COLUMN_TYPES[f.type])
+
+    return migrate
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _initial,
     _page_sources,
     _agent_loop,
     _source_fidelity,
+]
+# A field added to the table after these brings its own migration.
+MIGRATIONS += [
+    _new_columns(v)
+    for v in range(
+        len(MIGRATIONS) + 1, max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1
+    )
 ]
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(

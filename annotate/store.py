@@ -22,7 +22,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -41,6 +41,7 @@ from .errors import (
     ReviewNotFound,
     ValidationError,
 )
+from .fields import ANNOTATION, PAGE_NOTE, REPLY
 from .filters import Filter
 from .models import (
     ANCHOR_STATES,
@@ -1047,7 +1048,8 @@ class Store:
     def export_rows(
         self, *, include_resolved: bool
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
-        """What the Markdown export shows, as plain tuples in one snapshot (annotate/export.py).
+        """What the Markdown export shows, as rows of the field table (annotate/fields.py) in one
+        snapshot (annotate/export.py).
 
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
@@ -1064,17 +1066,13 @@ class Store:
                     replies[parent].append((role, message))
                 else:
                     replies[parent] = [(role, message)]
+            # Columns in the order of the export rows (annotate/fields.py `Table.row`); the writer
+            # takes each apart into parameters of those names, so no object is made per row.
             annotations = cur.execute(
-                "SELECT id, type, page_url, coalesce(page_title, ''), note, status, intent, "
-                "suggestion, selected_text, json_extract(element_selector, '$.cssSelector'), "
-                "json_extract(element_selector, '$.outerHtmlPreview'), source_path, "
-                "source_line_start, source_line_end, anchor_state, replaced_text, "
-                "original_excerpt, source_excerpt "
-                f"FROM annotations{where} ORDER BY rowid"
+                f"SELECT {ANNOTATION.select} FROM annotations{where} ORDER BY rowid"
             ).fetchall()
             notes = cur.execute(
-                "SELECT id, page_url, coalesce(page_title, ''), note, status "
-                f"FROM page_notes{where} ORDER BY rowid"
+                f"SELECT {PAGE_NOTE.select} FROM page_notes{where} ORDER BY rowid"
             ).fetchall()
         return annotations, notes, replies
 
@@ -1264,91 +1262,28 @@ def _refuse_resolved(table: str, row: Row, action: str) -> None:
         )
 
 
-def _reply(r: Row) -> Reply:
-    return Reply(
-        id=r["id"],
-        role=r["role"],
-        author=r["author"],
-        message=r["message"],
-        created_at=r["created_at"],
+def _element(stored: str) -> ElementSelector:
+    e = json.loads(stored)
+    return ElementSelector(
+        css_selector=e.get("cssSelector", ""),
+        xpath=e.get("xpath", ""),
+        tag_name=e.get("tagName", ""),
+        description=e.get("description", ""),
+        attributes=e.get("attributes") or {},
+        outer_html_preview=e.get("outerHtmlPreview", ""),
     )
 
 
-def _annotation(r: Row, replies: tuple[Reply, ...]) -> Annotation:
-    quote = position = element = source = None
-    if r["type"] == "text":
-        quote = TextQuote(r["quote_exact"] or "", r["quote_prefix"] or "", r["quote_suffix"] or "")
-        if r["position_start"] is not None:
-            position = TextPosition(r["position_start"], r["position_end"])
-    elif r["element_selector"]:
-        e = json.loads(r["element_selector"])
-        element = ElementSelector(
-            css_selector=e.get("cssSelector", ""),
-            xpath=e.get("xpath", ""),
-            tag_name=e.get("tagName", ""),
-            description=e.get("description", ""),
-            attributes=e.get("attributes") or {},
-            outer_html_preview=e.get("outerHtmlPreview", ""),
-        )
-    if r["source_path"]:
-        source = Source(
-            r["source_path"],
-            r["source_line_start"],
-            r["source_line_end"],
-            r["source_excerpt"] or "",
-            kind=r["source_kind"],
-            object=r["source_object"],
-            last_known=r["anchor_state"] != "anchored",
-        )
-    original = None
-    if r["original_path"]:
-        original = Source(
-            r["original_path"],
-            r["original_line_start"],
-            r["original_line_end"],
-            r["original_excerpt"] or "",
-        )
-    return Annotation(
-        id=r["id"],
-        type=r["type"],
-        page_url=r["page_url"],
-        page_title=r["page_title"] or "",
-        note=r["note"],
-        status=r["status"],
-        intent=r["intent"],
-        suggestion=r["suggestion"],
-        selected_text=r["selected_text"],
-        quote=quote,
-        position=position,
-        replaced_text=r["replaced_text"],
-        element_selector=element,
-        source=source,
-        original_source=original,
-        anchor_state=r["anchor_state"],
-        anchor_score=r["anchor_score"],
-        replies=replies,
-        author=r["author"],
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-        in_progress_at=r["in_progress_at"],
-        addressed_at=r["addressed_at"],
-        resolved_at=r["resolved_at"],
-    )
-
-
-def _page_note(r: Row, replies: tuple[Reply, ...], source: str | None = None) -> PageNote:
-    return PageNote(
-        id=r["id"],
-        page_url=r["page_url"],
-        page_title=r["page_title"] or "",
-        note=r["note"],
-        status=r["status"],
-        replies=replies,
-        author=r["author"],
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-        in_progress_at=r["in_progress_at"],
-        addressed_at=r["addressed_at"],
-        resolved_at=r["resolved_at"],
-        source=PageSource(source) if source else None,
-    )
+# Rows to objects, generated from the field table (annotate/fields.py): one constructor call each.
+_DECODING = {
+    "TextQuote": TextQuote,
+    "TextPosition": TextPosition,
+    "Source": Source,
+    "PageSource": PageSource,
+    "element": _element,
+}
+_reply: Callable[[Row], Reply] = REPLY.decoder(Reply, _DECODING)
+_annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder(
+    Annotation, _DECODING
+)
+_page_note: Callable[..., PageNote] = PAGE_NOTE.decoder(PageNote, _DECODING)

@@ -1,8 +1,9 @@
 """Checks on everything a reviewer, an agent or an import hands to the store.
 
 Every rule names the field it guards, so the CLI, the API and the MCP tools can all say what was wrong.
-Creating takes the JSON shape of SPEC §3; fields the server sets are accepted and ignored, unknown
-fields are refused.
+Creating takes the JSON shape of annotate/fields.py; fields the server sets are accepted and
+ignored, unknown fields are refused. The limits and the field sets come from that table; a field
+without rules of its own is checked by its type and limit (`plain`).
 """
 
 from __future__ import annotations
@@ -12,17 +13,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import ValidationError
+from .fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
 from .models import INTENTS, REVIEW_MODES
 
-# Limits per field (SPEC §6 "per-field size limits"; issue #2 fixes note/quote/suggestion at 10,000).
-MAX_NOTE = 10_000
-MAX_SELECTED_TEXT = 10_000
-MAX_SUGGESTION = 10_000
-MAX_REPLY = 10_000
+
+def _limit(table: Table, key: str) -> int:
+    limit = table[key].limit
+    assert limit is not None, key
+    return limit
+
+
+# Limits per field, from the field table (annotate/fields.py).
+MAX_NOTE = _limit(ANNOTATION, "note")
+MAX_SELECTED_TEXT = _limit(ANNOTATION, "selectedText")
+MAX_SUGGESTION = _limit(ANNOTATION, "suggestion")
+MAX_REPLY = _limit(REPLY, "message")
 MAX_CONTEXT = 1_000
-MAX_PAGE_URL = 2_048
-MAX_PAGE_TITLE = 1_000
-MAX_AUTHOR = 200
+MAX_PAGE_URL = _limit(ANNOTATION, "pageUrl")
+MAX_PAGE_TITLE = _limit(ANNOTATION, "pageTitle")
+MAX_AUTHOR = _limit(ANNOTATION, "author")
 MAX_MESSAGE = 10_000
 MAX_REVIEW_IDS = 1_000
 MAX_POSITION = 100_000_000
@@ -46,28 +55,17 @@ TAG_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 
 # Fields of the JSON shape that the store sets itself: accepted on create (a client may send back an
 # object it received) but never taken from the client.
-SERVER_SET = frozenset(
-    {
-        "id",
-        "status",
-        "replacedText",
-        "source",
-        "originalSource",
-        "anchorState",
-        "anchorScore",
-        "replies",
-        "createdAt",
-        "updatedAt",
-        "inProgressAt",
-        "addressedAt",
-        "resolvedAt",
-    }
-)
-ANNOTATION_INPUT = frozenset(
+SERVER_SET = ANNOTATION.server_set | PAGE_NOTE.server_set
+ANNOTATION_INPUT = ANNOTATION.input_keys
+PAGE_NOTE_INPUT = PAGE_NOTE.input_keys
+ANNOTATION_EDITABLE = ANNOTATION.editable_keys
+PAGE_NOTE_EDITABLE = PAGE_NOTE.editable_keys
+# Fields checked by their own rules below; every other field a client sends is checked by its
+# type and limit alone (`plain`).
+RULED = frozenset(
     {
         "type",
         "pageUrl",
-        "pageTitle",
         "note",
         "intent",
         "suggestion",
@@ -75,16 +73,12 @@ ANNOTATION_INPUT = frozenset(
         "quote",
         "position",
         "elementSelector",
-        "author",
-        # Where the selection was on the page (issue #13): it starts inside <pre>/<code>, and
-        # which occurrence of the quote (among those of the same kind) it is.
         "inCode",
         "occurrence",
     }
 )
-PAGE_NOTE_INPUT = frozenset({"pageUrl", "pageTitle", "note", "author"})
-ANNOTATION_EDITABLE = frozenset({"note", "intent", "suggestion", "pageTitle"})
-PAGE_NOTE_EDITABLE = frozenset({"note", "pageTitle"})
+ANNOTATION_PLAIN = tuple(f for f in ANNOTATION if f.input and f.key not in RULED)
+PAGE_NOTE_PLAIN = tuple(f for f in PAGE_NOTE if f.input and f.key not in RULED)
 
 
 def is_valid_id(value: object) -> bool:
@@ -122,6 +116,32 @@ def refuse_surrogates(value: str, field: str) -> None:
             f"\\u{ord(bad.group()):04x} at character {bad.start() + 1}",
             field,
         )
+
+
+def plain(f: Field, value: Any) -> Any:
+    """A field without rules of its own: its type and limit checked, null as the table says."""
+    if f.type == "boolean":
+        if value is not None and not isinstance(value, bool):
+            raise ValidationError(f"{f.key} must be true or false, got {value!r}", f.key)
+        return value
+    if f.type == "integer":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValidationError(f"{f.key} must be a whole number, got {value!r}", f.key)
+        return value
+    checked = text(value, f.key, f.limit or MAX_NOTE, required=f.required)
+    return checked or (f.blank if f.blank is not None else None)
+
+
+def plain_changes(fields: tuple[Field, ...], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns of the plain editable fields in `data`."""
+    return {f.col: plain(f, data[f.key]) for f in fields if f.editable and f.key in data}
+
+
+def _nothing_to_change(editable: frozenset[str], plain: tuple[Field, ...]) -> str:
+    """ "give note, intent, suggestion or pageTitle": the ruled fields, then the plain ones."""
+    names: list[str] = [k for k in ("note", "intent", "suggestion") if k in editable]
+    names += [f.key for f in plain if f.editable]
+    return f"Nothing to change: give {', '.join(names[:-1])} or {names[-1]}"
 
 
 def page_url(value: Any, field: str = "pageUrl") -> str:
@@ -267,11 +287,10 @@ def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {
         "type": kind,
         "page_url": page_url(data.get("pageUrl")),
-        "page_title": text(data.get("pageTitle"), "pageTitle", MAX_PAGE_TITLE) or "",
         "note": note_for(intent, data.get("note"), require=require_note),
         "intent": intent,
         "suggestion": suggestion,
-        "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+        **{f.col: plain(f, data.get(f.key)) for f in ANNOTATION_PLAIN},
         "selected_text": None,
         "quote_exact": None,
         "quote_prefix": None,
@@ -339,7 +358,7 @@ def annotation_changes(
     data = _mapping(data, "changes")
     refuse_unknown(data, ANNOTATION_EDITABLE, "annotation edit")
     if not data:
-        raise ValidationError("Nothing to change: give note, intent, suggestion or pageTitle")
+        raise ValidationError(_nothing_to_change(ANNOTATION_EDITABLE, ANNOTATION_PLAIN))
     out: dict[str, Any] = {}
     if "intent" in data or "suggestion" in data:
         intent = data.get("intent", current_intent)
@@ -350,8 +369,7 @@ def annotation_changes(
     intent = out.get("intent", current_intent)
     if "note" in data:
         out["note"] = note_for(intent, data["note"])
-    if "pageTitle" in data:
-        out["page_title"] = text(data["pageTitle"], "pageTitle", MAX_PAGE_TITLE) or ""
+    out.update(plain_changes(ANNOTATION_PLAIN, data))
     return out
 
 
@@ -360,9 +378,8 @@ def page_note_input(data: Any) -> dict[str, Any]:
     refuse_unknown(data, PAGE_NOTE_INPUT | SERVER_SET, "page note")
     return {
         "page_url": page_url(data.get("pageUrl")),
-        "page_title": text(data.get("pageTitle"), "pageTitle", MAX_PAGE_TITLE) or "",
         "note": text(data.get("note"), "note", MAX_NOTE, required=True, allow_empty=False),
-        "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+        **{f.col: plain(f, data.get(f.key)) for f in PAGE_NOTE_PLAIN},
     }
 
 
@@ -370,12 +387,11 @@ def page_note_changes(data: Any) -> dict[str, Any]:
     data = _mapping(data, "changes")
     refuse_unknown(data, PAGE_NOTE_EDITABLE, "page note edit")
     if not data:
-        raise ValidationError("Nothing to change: give note or pageTitle")
+        raise ValidationError(_nothing_to_change(PAGE_NOTE_EDITABLE, PAGE_NOTE_PLAIN))
     out: dict[str, Any] = {}
     if "note" in data:
         out["note"] = text(data["note"], "note", MAX_NOTE, required=True, allow_empty=False)
-    if "pageTitle" in data:
-        out["page_title"] = text(data["pageTitle"], "pageTitle", MAX_PAGE_TITLE) or ""
+    out.update(plain_changes(PAGE_NOTE_PLAIN, data))
     return out
 
 

@@ -9,9 +9,11 @@ The one rule JSON Schema cannot state is `position.end >= position.start`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .. import validation as v
+from ..fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
 from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STATUSES
 
 __all__ = ["openapi"]
@@ -152,24 +154,56 @@ INCLUDE_RESOLVED = _query(
     "includeResolved", {"type": "boolean"}, "Include resolved items (default false)."
 )
 # Fields the store sets: accepted in a create body (a client may send back what it got) and ignored.
-SERVER_SET = {name: {} for name in sorted(v.SERVER_SET)}
+SERVER_SET: dict[str, Any] = {name: {} for name in sorted(v.SERVER_SET)}
+
+
+TIMESTAMP = _string(description="ISO 8601 UTC, e.g. `2026-11-21T10:30:00.123Z`.")
+
+
+def _value(f: Field, composites: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a field's value in an answer (annotate/fields.py)."""
+    if f.type == "list":
+        return {"type": "array", "items": composites[f.ref]}
+    if f.type == "object":
+        schema = composites[f.ref]
+    elif f.type == "timestamp":
+        schema = TIMESTAMP
+    elif f.type == "enum":
+        schema = {"type": "string", "enum": list(f.enum)}
+    else:
+        schema = {"type": f.type}
+    return _nullable(schema) if f.nullable else schema
+
+
+def _answer(table: Table, composites: dict[str, Any]) -> dict[str, Any]:
+    """The schema of an item as the API answers it: every field, always present."""
+    keys = [f.key for f in table.answer]
+    return _object({f.key: _value(f, composites) for f in table.answer}, keys)
+
+
+def _inputs(table: Table, ruled: dict[str, Any]) -> dict[str, Any]:
+    """The request schemas of what a client sends to create an item, in the table's order:
+    `ruled` for the fields with rules of their own, the rest by type and limit."""
+    fields = [f for f in table if f.input]
+    return {f.key: ruled[f.key] if f.key in ruled else _plain([f])[f.key] for f in fields}
+
+
+def _plain(fields: Iterable[Field]) -> dict[str, Any]:
+    """The request schemas of fields without rules of their own (validation.plain)."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        if f.type in ("boolean", "integer"):
+            out[f.key] = _nullable({"type": f.type})
+        else:
+            out[f.key] = _text(f.limit or v.MAX_NOTE, filled=f.required, nullable=not f.required)
+    return out
 
 
 def _schemas() -> dict[str, Any]:
     string = _string()
     nullable_string = _nullable(string)
-    timestamp = _string(description="ISO 8601 UTC, e.g. `2026-11-21T10:30:00.123Z`.")
-    status = {"type": "string", "enum": list(STATUSES)}
-    reply = _object(
-        {
-            "id": string,
-            "role": {"type": "string", "enum": ["reviewer", "agent"]},
-            "author": nullable_string,
-            "message": string,
-            "createdAt": timestamp,
-        },
-        ["id", "role", "author", "message", "createdAt"],
-    )
+    timestamp = TIMESTAMP
+    reply = _answer(REPLY, {})
     quote = _object(
         {"exact": string, "prefix": string, "suffix": string}, ["exact", "prefix", "suffix"]
     )
@@ -198,46 +232,16 @@ def _schemas() -> dict[str, Any]:
         },
         ["path", "lineStart", "lineEnd", "excerpt"],
     )
-    lifecycle = {
-        "createdAt": timestamp,
-        "updatedAt": timestamp,
-        "inProgressAt": _nullable(timestamp),
-        "addressedAt": _nullable(timestamp),
-        "resolvedAt": _nullable(timestamp),
+    composites = {
+        "Quote": _ref("Quote"),
+        "Position": _ref("Position"),
+        "ElementSelector": _ref("ElementSelector"),
+        "Source": _ref("Source"),
+        "PageSource": _object({"path": string}, ["path"]),
+        "Reply": _ref("Reply"),
     }
-    annotation_fields = {
-        "id": string,
-        "type": {"type": "string", "enum": ["text", "element"]},
-        "pageUrl": string,
-        "pageTitle": string,
-        "note": string,
-        "status": status,
-        "intent": {"type": "string", "enum": list(INTENTS)},
-        "suggestion": nullable_string,
-        "selectedText": nullable_string,
-        "quote": _nullable(_ref("Quote")),
-        "position": _nullable(_ref("Position")),
-        "replacedText": nullable_string,
-        "elementSelector": _nullable(_ref("ElementSelector")),
-        "source": _nullable(_ref("Source")),
-        "originalSource": _nullable(_ref("Source")),
-        "anchorState": {"type": "string", "enum": list(ANCHOR_STATES)},
-        "anchorScore": _nullable({"type": "number"}),
-        "replies": {"type": "array", "items": _ref("Reply")},
-        "author": nullable_string,
-        **lifecycle,
-    }
-    page_note_fields = {
-        "id": string,
-        "pageUrl": string,
-        "pageTitle": string,
-        "note": string,
-        "status": status,
-        "source": _nullable(_object({"path": string}, ["path"])),
-        "replies": {"type": "array", "items": _ref("Reply")},
-        "author": nullable_string,
-        **lifecycle,
-    }
+    annotation = _answer(ANNOTATION, composites)
+    page_note = _answer(PAGE_NOTE, composites)
     offset = {"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}
     element_input = _object(
         {
@@ -278,30 +282,33 @@ def _schemas() -> dict[str, Any]:
     }
     is_comment = {"properties": {"intent": {"enum": ["comment", None]}}}
     annotation_input = _object(
-        {
-            "type": _nullable({"type": "string", "enum": ["text", "element"]}),
-            "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
-            "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
-            "note": _text(v.MAX_NOTE, nullable=True),
-            "intent": _nullable({"type": "string", "enum": list(INTENTS)}),
-            "suggestion": _text(v.MAX_SUGGESTION, nullable=True),
-            "selectedText": _text(v.MAX_SELECTED_TEXT, nullable=True),
-            "quote": _nullable(
-                _object(
-                    {
-                        "exact": _text(v.MAX_SELECTED_TEXT, filled=True, nullable=True),
-                        "prefix": _text(v.MAX_CONTEXT, nullable=True),
-                        "suffix": _text(v.MAX_CONTEXT, nullable=True),
-                    }
-                )
-            ),
-            "position": _nullable(_object({"start": offset, "end": offset}, ["start", "end"])),
-            "elementSelector": _nullable(element_input),
-            "author": _text(v.MAX_AUTHOR, nullable=True),
-            "inCode": _nullable({"type": "boolean"}),
-            "occurrence": _nullable({"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}),
-            **SERVER_SET,
-        },
+        _inputs(
+            ANNOTATION,
+            {
+                "type": _nullable({"type": "string", "enum": ["text", "element"]}),
+                "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
+                "note": _text(v.MAX_NOTE, nullable=True),
+                "intent": _nullable({"type": "string", "enum": list(INTENTS)}),
+                "suggestion": _text(v.MAX_SUGGESTION, nullable=True),
+                "selectedText": _text(v.MAX_SELECTED_TEXT, nullable=True),
+                "quote": _nullable(
+                    _object(
+                        {
+                            "exact": _text(v.MAX_SELECTED_TEXT, filled=True, nullable=True),
+                            "prefix": _text(v.MAX_CONTEXT, nullable=True),
+                            "suffix": _text(v.MAX_CONTEXT, nullable=True),
+                        }
+                    )
+                ),
+                "position": _nullable(_object({"start": offset, "end": offset}, ["start", "end"])),
+                "elementSelector": _nullable(element_input),
+                "inCode": _nullable({"type": "boolean"}),
+                "occurrence": _nullable(
+                    {"type": "integer", "minimum": 0, "maximum": v.MAX_POSITION}
+                ),
+            },
+        )
+        | SERVER_SET,
         ["pageUrl"],
     ) | {
         "allOf": [
@@ -347,7 +354,7 @@ def _schemas() -> dict[str, Any]:
         ]
     }
     annotation_input["description"] = (
-        "The annotation's JSON shape (SPEC §3). Text annotations need `selectedText` (and usually "
+        "The annotation's JSON shape (docs/data-model.md). Text annotations need `selectedText` (and usually "
         "`quote` and `position`); element annotations need `elementSelector`. `note` is required "
         "for intent `comment`; `suggestion` for `replace` and `insert`. Fields the server sets "
         "(`id`, `status`, timestamps, …) are ignored. `position.end` must not be before "
@@ -361,7 +368,7 @@ def _schemas() -> dict[str, Any]:
             "note": _text(v.MAX_NOTE),
             "intent": {"type": "string", "enum": list(INTENTS)},
             "suggestion": _text(v.MAX_SUGGESTION, nullable=True),
-            "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
+            **_plain(f for f in v.ANNOTATION_PLAIN if f.editable),
         },
     ) | {
         "minProperties": 1,
@@ -449,24 +456,25 @@ def _schemas() -> dict[str, Any]:
         "Position": position,
         "ElementSelector": element,
         "Source": source,
-        "Annotation": _object(annotation_fields, list(annotation_fields)),
-        "PageNote": _object(page_note_fields, list(page_note_fields)),
+        "Annotation": annotation,
+        "PageNote": page_note,
         "AnnotationInput": annotation_input,
         "AnnotationPatch": annotation_patch,
         "PageNoteInput": _object(
-            {
-                "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
-                "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
-                "note": _text(v.MAX_NOTE, filled=True),
-                "author": _text(v.MAX_AUTHOR, nullable=True),
-                **{k: {} for k in sorted(v.SERVER_SET) if k in page_note_fields},
-            },
+            _inputs(
+                PAGE_NOTE,
+                {
+                    "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
+                    "note": _text(v.MAX_NOTE, filled=True),
+                },
+            )
+            | {k: {} for k in sorted(v.SERVER_SET) if k in PAGE_NOTE.by_key},
             ["pageUrl", "note"],
         ),
         "PageNotePatch": _object(
             {
                 "note": _text(v.MAX_NOTE, filled=True),
-                "pageTitle": _text(v.MAX_PAGE_TITLE, nullable=True),
+                **_plain(f for f in v.PAGE_NOTE_PLAIN if f.editable),
             },
         )
         | {"minProperties": 1},
@@ -757,7 +765,7 @@ def _paths() -> dict[str, Any]:
                     )
                 },
                 (400, 401, 403, 413, 415, 503),
-                body=_body(_ref("AnchorInput"), "The page URL and its content text (SPEC §5)."),
+                body=_body(_ref("AnchorInput"), "The page URL and its content text."),
                 description="Stores nothing, so it is allowed on a read-only server. Body limit "
                 "8 MB.",
             )
