@@ -674,8 +674,8 @@ def _for_parsing(source: str) -> str:
     for n, line in enumerate(lines):
         marker = _FENCE.match(line)
         if fence:
-            closing = marker and marker.group(1)
-            if closing and closing[0] == fence[0] and len(closing) >= len(fence):
+            closing = marker.group(1) if marker else None
+            if marker and closing and closing[0] == fence[0] and len(closing) >= len(fence):
                 fence = "" if not line[marker.end() :].strip() else fence
             continue
         if marker:

@@ -203,7 +203,8 @@ def _approximate_steps(
     shift = 0
     for i in order:
         if steps[i][1]:
-            shift = shift if moved_by[i] is None else moved_by[i]
+            moved = moved_by[i]
+            shift = shift if moved is None else moved
             continue
         query = queries[i]
         candidates = steps[i][0]
@@ -404,25 +405,6 @@ def context_elsewhere(
             return False
         lo = old - distance - len(prefix) + 1
         return text.find(prefix, max(0, lo), max(0, old + distance)) >= 0
-    return False
-    distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
-    for side, is_prefix in ((prefix.strip(), True), (suffix.strip(), False)):
-        if len(side) < MIN_CONTEXT_EVIDENCE:
-            continue
-        if is_prefix:
-            frames = text.find(
-                side, max(0, start - len(side) - CONTEXT_FRAMES), start + CONTEXT_FRAMES
-            )
-            # where the quote would start after an occurrence of the side, near `old`
-            lo, hi = old - distance - len(side), old + distance
-        else:
-            frames = text.find(side, max(0, end - CONTEXT_FRAMES), end + len(side) + CONTEXT_FRAMES)
-            lo, hi = old + length - distance, old + length + distance + len(side)
-        if frames != -1:
-            continue
-        at = text.find(side, max(0, lo + 1), max(0, hi))
-        if at != -1:
-            return True
     return False
 
 
