@@ -305,7 +305,7 @@ class Api:
             functools.partial(
                 self.store.add_reply,
                 id,
-                data.get("message"),
+                data.get("message", ""),  # missing or empty: the same EmptyReply
                 role=role,
                 author=data.get("author"),
                 kind=_kind(request),
@@ -545,7 +545,7 @@ def create_app(
     `page_sources`: page URL → Markdown path (relative to the project), recorded with
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
     """
-    current_token: Callable[[], str] = token if callable(token) else (lambda: token)  # type: ignore[assignment,return-value]
+    current_token: Callable[[], str] = token if callable(token) else (lambda: token)
     if not current_token():
         raise ValueError("create_app needs a non-empty token")
     if page_sources is not None:
