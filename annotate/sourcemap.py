@@ -1,4 +1,5 @@
-"""Map text a browser shows on a rendered MkDocs page back to lines of its Markdown source (SPEC §5).
+"""Map text a browser shows on a rendered MkDocs page back to lines of its Markdown source
+(docs/architecture.md, "Anchoring").
 
 The page is rendered by Python-Markdown, so no parser here reproduces its HTML exactly. Instead,
 `project_markdown` parses the file with markdown-it-py and builds the text a reader would see, keeping
@@ -147,7 +148,7 @@ class _Hit(NamedTuple):
 # Text is folded a stretch at a time: ASCII stretches by slicing between the runs that collapse to
 # their first character, other characters one by one. A page of Markdown is mostly ASCII.
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-# Runs that keep only their first character; three patterns scan 4x faster than one alternation.
+# Runs that keep only their first character; three patterns scan faster than one alternation.
 _ASCII_RUNS = (re.compile(r"\s\s+"), re.compile(r"--+"), re.compile(r"\.\.+"))
 _LEADING_SPACE = re.compile(r"\s+")
 _ASCII_SPACES = str.maketrans(dict.fromkeys("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", " "))
@@ -947,7 +948,7 @@ def _search(
 ) -> _Hit | None:
     """Find `quote` in the haystack (all normalised): exact occurrences first, ranked here by
     the page's report, context and the hint; else `anchoring.locate`'s approximate match (the
-    one re-anchoring algorithm of SPEC §5), kept to the reported kind of text."""
+    one re-anchoring algorithm, docs/architecture.md), kept to the reported kind of text."""
     hits = _exact_hits(haystack.text, quote)
     kind = where.in_code
     if (
@@ -1236,7 +1237,8 @@ def map_source(
     *,
     hint_line: int | None = None,
 ) -> dict[str, Any] | None:
-    """Locate a quote in the Markdown file `rel_path` of the project (SPEC §3 `source` plus `score`).
+    """Locate a quote in the Markdown file `rel_path` of the project: its `source`
+    (docs/data-model.md) plus `score`.
 
     Returns `{"path", "lineStart", "lineEnd", "excerpt", "score"}`, or None when the quote is not in
     the file (theme text, macros), the file is missing or too large, or the path leaves the project.

@@ -1252,7 +1252,7 @@ def pause_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many acyclic objects.
 
     Each collection walks every live object, and building 100k annotations triggers dozens of
-    them: about a quarter of a full export's time (benchmarks/store.py).
+    them (benchmarks/store.py, "export markdown (all)", measures the export).
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -1,4 +1,4 @@
-"""Re-anchoring: where is a quoted passage now, in a text that may have changed since? (SPEC §5)
+"""Re-anchoring: where is a quoted passage now, in a text that may have changed since?
 
 `locate` tries, in order: the stored position still holds the quote; exact occurrences of the quote
 (or of the text an agent put in its place), ranked by context and distance from the old position;
@@ -144,7 +144,7 @@ Step = tuple[list[_Candidate], bool]  # candidates, and whether they are final
 
 def _page_steps(index: Index, selectors: list[Selector]) -> list[list[_Candidate]]:
     """The candidates of every quote: exact hits, else approximate matches near where the quote
-    should be, else anywhere (SPEC order).
+    should be, else anywhere (the order of `locate`, above).
 
     Both passes walk the page in order and look for each quote first where its old position
     lands after the shift of the quote found before it: an edit above moves everything below by

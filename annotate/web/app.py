@@ -2,7 +2,8 @@
 files and, for `annotate serve`, a static site with the overlay injected.
 
 Each route translates one HTTP request into one library call, the same call the CLI command and the
-MCP tool make (STYLE.md §3); library errors become `{error, code}` with their `http_status`.
+MCP tool make (tests/test_one_call.py pins it); library errors become `{error, code}` with their
+`http_status`.
 """
 
 from __future__ import annotations
