@@ -184,8 +184,8 @@ def _fold_ascii(
 ) -> str:
     """Fold ASCII `text[start:end]` after `last`; return the new last character written."""
     first = text[start]
-    if last == " " and first.isspace():
-        start = _LEADING_SPACE.match(text, start, end).end()  # type: ignore[union-attr]
+    if last == " " and first.isspace() and (spaces := _LEADING_SPACE.match(text, start, end)):
+        start = spaces.end()
     elif first == last and first in _RUNS:
         while start < end and text[start] == first:
             start += 1
@@ -965,7 +965,12 @@ def _search(
     if hits:  # when nothing tells which copy, no answer: never a guess
         hit = _exact(haystack, hits, quote, prefix, suffix, hint, where)
         far = hit is not None and hint is not None and abs(hit.start - hint) > ONE_WORD_REACH
-        if far and (near := _one_word_changed(haystack, quote, hint, kind)) is not None:  # type: ignore[arg-type]
+        # `far` implies a hint; mypy does not follow that through the bool.
+        if (
+            far
+            and hint is not None
+            and (near := _one_word_changed(haystack, quote, hint, kind)) is not None
+        ):
             return near  # the note's own passage, edited, not a copy of it elsewhere
         if hit is None:
             return None
