@@ -421,7 +421,7 @@ def _install_mcp(t: Target, record: Record, command: str) -> Action:
                 else "\n\n"
             )
             new = current + sep + block
-        entry = {"created": text is None}
+        entry: dict[str, Any] = {"created": text is None}
     else:
         data = _read_json(path)
         if data is None:

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
@@ -35,8 +35,6 @@ from .models import (
 )
 from .project import find_project
 from .visible import visible, visible_json
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Ctx:
@@ -76,10 +74,12 @@ db_option = click.option(
 )
 
 
-def command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
+def command(
+    group: click.Group, name: str, **kwargs: Any
+) -> Callable[[Callable[..., None]], click.Command]:
     """A subcommand with `--project`, `--db` and `--json`, whose library errors exit 1."""
 
-    def decorate(fn: F) -> F:
+    def decorate(fn: Callable[..., None]) -> click.Command:
         @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
         @db_option
         @project_option
@@ -91,7 +91,7 @@ def command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
             except AnnotateError as e:
                 raise SystemExit(_fail(str(e))) from None
 
-        return group.command(name, **kwargs)(wrapper)  # type: ignore[return-value]
+        return group.command(name, **kwargs)(wrapper)
 
     return decorate
 
@@ -822,4 +822,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

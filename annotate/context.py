@@ -141,7 +141,7 @@ def get_context(store: Store, id: str, lines: int = DEFAULT_LINES) -> Context:
         else store.page_file(item.page_url)
     )
     text = _read(store, path) if path else None
-    if text is None:
+    if not path or text is None:
         return Context(item, path, None, None, 1, (), _missing(item, path))
     all_lines = text.splitlines()
     if source is not None:

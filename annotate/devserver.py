@@ -14,16 +14,21 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import ValidationError
 from .proxy import Proxy, TargetCheckProtocol, Upstream, parse_upstream
+from .store import Store
 from .store import open as open_store
 from .tokens import TokenFile
 from .web.app import create_app
 from .web.security import is_loopback
 from .web.server import WILDCARDS, bind, extra_hosts, url_host
 from .web.static import overlay_snippet
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["dev_command", "free_port", "run", "wait_until_listening"]
 
@@ -124,7 +129,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _stop_on_signals(server: object) -> None:
+def _stop_on_signals(server: uvicorn.Server) -> None:
     """SIGTERM and SIGHUP stop the proxy as Ctrl+C does, so the dev server is stopped too.
 
     uvicorn re-raises the SIGTERM it handled once it has stopped; with the default handler that
@@ -139,7 +144,7 @@ def _stop_on_signals(server: object) -> None:
     if hasattr(signal, "SIGHUP"):
         signal.signal(
             signal.SIGHUP,
-            lambda sig, frame: server.handle_exit(signal.SIGINT, frame),  # type: ignore[attr-defined]
+            lambda sig, frame: server.handle_exit(signal.SIGINT, frame),
         )
 
 
@@ -206,7 +211,7 @@ def run(
 def _serve(
     upstream: Upstream,
     sock: socket.socket,
-    store: object,
+    store: Store,
     token: TokenFile,
     *,
     host: str,
@@ -217,7 +222,7 @@ def _serve(
 ) -> int:
     import uvicorn
 
-    app = create_app(store, token=token, read_only=read_only, allowed_hosts=extra_hosts(host))  # type: ignore[arg-type]
+    app = create_app(store, token=token, read_only=read_only, allowed_hosts=extra_hosts(host))
     proxy = Proxy(
         upstream,
         app,

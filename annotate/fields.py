@@ -28,9 +28,11 @@ import re
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["ANNOTATION", "PAGE_NOTE", "REPLY", "Field", "Table"]
+
+T = TypeVar("T")
 
 STATUSES = ("open", "in_progress", "addressed", "resolved")
 INTENTS = ("comment", "delete", "replace", "insert")
@@ -142,7 +144,8 @@ class Table:
         self.decoder_prelude = decoder_prelude
         outline = [c for f in fields for c in f.outline_columns()]
         # The rows of the Markdown export: `select` reads them straight from the table, in the
-        # order of `row`'s names.
+        # order of `row`'s names. mypy only models a namedtuple whose name and fields are literals
+        # (error code misc); these come from the table.
         self.row: Any = namedtuple(  # type: ignore[misc]
             f"{name}Row", [name for name, _, _ in outline]
         )
@@ -177,8 +180,9 @@ class Table:
         body = ", ".join(f"{f.key!r}: {f.encode_py()}" for f in self.answer)
         return _compile(f"def to_dict(self):\n    return {{{body}}}\n", "to_dict", {})
 
-    def decoder(self, cls: type, namespace: Mapping[str, Any]) -> Callable[..., Any]:
-        """`cls` from a row `r` of the table (one constructor call)."""
+    def decoder(self, cls: type[T], namespace: Mapping[str, Any]) -> Callable[..., T]:
+        """`cls` from a row `r` of the table (one constructor call); its parameters are
+        `decoder_args`, which the caller's annotation spells out."""
         args = ", ".join(f"{f.attr}={f.decode_py()}" for f in self.answer)
         prelude = f"    {self.decoder_prelude}\n" if self.decoder_prelude else ""
         source = f"def decode({self.decoder_args}):\n{prelude}    return cls({args})\n"
@@ -193,7 +197,8 @@ class Table:
 
 def _compile(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
     exec(compile(source, f"<annotate.fields {name}>", "exec"), namespace)
-    return namespace[name]  # type: ignore[no-any-return]
+    function: Callable[..., Any] = namespace[name]
+    return function
 
 
 def _object_sql(*pairs: tuple[str, str]) -> str:

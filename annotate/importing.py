@@ -96,7 +96,8 @@ def _status(value: Any, resolved_at: Any) -> str:
     # inline-review files from before statuses existed: resolvedAt alone means resolved.
     if value is None:
         return "resolved" if resolved_at else "open"
-    if value not in STATUSES:
+    # A JSON value equal to a status is that string.
+    if not isinstance(value, str) or value not in STATUSES:
         raise ValidationError(
             f"status must be one of {', '.join(STATUSES)}, got {value!r}", "status"
         )
@@ -276,7 +277,8 @@ def _inline_review(data: Mapping[str, Any]) -> Rows:
                 "note": a.get("note"),
             }
             if kind == "text":
-                rng = a.get("range") if isinstance(a.get("range"), Mapping) else {}
+                found = a.get("range")
+                rng: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
                 selected = a.get("selectedText") or rng.get("selectedText")
                 shape["selectedText"] = selected
                 # Their context strings are longer than ours; keep the 32 characters nearest.

@@ -144,6 +144,12 @@ def _items(items: list[Annotation] | list[PageNote]) -> list[dict[str, Any]]:
     return [_item(i) for i in items]
 
 
+def _left(review: Review) -> list[Annotation | PageNote]:
+    """The review's notes still to work on."""
+    notes: list[Annotation | PageNote] = [*review.annotations, *review.page_notes]
+    return [n for n in notes if n.status in WORK]
+
+
 def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
     if review is None:
         return {"review": None, "instructions": no_review(timeout_s)}
@@ -461,16 +467,16 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         def text(s: store_module.Store) -> str:
             if reviewId:
                 review = s.get_review(reviewId)
-                left = [n for n in (*review.annotations, *review.page_notes) if n.status in WORK]
-                return review_walkthrough(review, left, taken=review.picked_up_at is not None)
+                return review_walkthrough(
+                    review, _left(review), taken=review.picked_up_at is not None
+                )
             taken = unfinished(s)
             if taken:
                 return review_walkthrough(*taken[-1], taken=True)
             waiting = s.list_reviews(pending_only=True)
             if waiting:
                 review = waiting[0]
-                left = [n for n in (*review.annotations, *review.page_notes) if n.status in WORK]
-                return review_walkthrough(review, left, taken=False)
+                return review_walkthrough(review, _left(review), taken=False)
             return review_walkthrough(None, [], taken=False)
 
         return prompt_text(text)
@@ -504,7 +510,8 @@ def run(project: str | Path | None = None, db: str | Path | None = None) -> None
 
 
 async def _serve_stdio(server: MCPServer) -> None:
-    # As MCPServer.run_stdio_async, with stdin read through _Stdin.
+    # As MCPServer.run_stdio_async, with stdin read through _Stdin. The SDK types `stdin` as
+    # anyio.AsyncFile[str] but only iterates its lines (`async for`), which _Stdin does.
     stdin = _Stdin(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
     async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
         stdin.reply = write_stream.send
@@ -534,7 +541,7 @@ class _Stdin:
                 await self.reply(SessionMessage(answer))
 
 
-def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | bool | None:
+def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | None:
     """The answer to a JSON-RPC line whose strings hold a lone surrogate; False when it needs
     none (a notification), None when the line holds no lone surrogate."""
     if "\\u" not in line:

@@ -329,7 +329,7 @@ class Review:
 
     def outline(self) -> dict[str, Any]:
         """The review without its notes, with their count: for listings of reviews."""
-        notes = [*self.annotations, *self.page_notes]
+        notes: list[Annotation | PageNote] = [*self.annotations, *self.page_notes]
         waiting = sum(n.status in ("open", "in_progress") for n in notes)
         return lean(
             {
@@ -351,7 +351,7 @@ class Review:
         A page ends after `REVIEW_PAGE_NOTES` notes or `REVIEW_PAGE_CHARS` characters of JSON,
         whichever comes first; `next` is then the offset of the next page.
         """
-        notes = [*self.annotations, *self.page_notes]
+        notes: list[Annotation | PageNote] = [*self.annotations, *self.page_notes]
         out = self.outline()
         out.pop("waiting", None)
         page: list[dict[str, Any]] = []

@@ -136,6 +136,7 @@ class TargetCheckProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         if not self.url.startswith(b"/"):
+            # uvicorn types the scope as a closed TypedDict; ASGI lets a server add keys.
             self.scope[ABSOLUTE_TARGET] = True  # type: ignore[literal-required]
 
 
@@ -469,6 +470,7 @@ class Proxy:
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         from websockets.asyncio.client import connect
         from websockets.exceptions import ConnectionClosed, InvalidHandshake
+        from websockets.typing import Origin
 
         message = await receive()
         if message["type"] != "websocket.connect":
@@ -494,7 +496,7 @@ class Proxy:
             upstream = await connect(
                 f"ws://{self.upstream.netloc}{target}",
                 additional_headers=headers,
-                origin=self.upstream.origin,  # type: ignore[arg-type]
+                origin=Origin(self.upstream.origin),
                 subprotocols=scope.get("subprotocols") or None,
                 compression=None,
                 ping_interval=None,

@@ -2,7 +2,7 @@
 
 On every read, the annotations whose Markdown file changed since their last check (modification
 time) are located again — by `replacedText` when the agent recorded one, else by the quote — and
-`source`, `anchorState` and `anchorScore` updated (seeds/001 §4.3, SPEC §5):
+`source`, `anchorState` and `anchorScore` updated (docs/data-model.md, `anchorState`):
 
 - `anchored`: found; `source` holds the current lines;
 - `stale`: the file is there but the text was rewritten beyond recognition; `source` keeps the lines

@@ -1,4 +1,5 @@
-"""Map text a browser shows on a rendered MkDocs page back to lines of its Markdown source (SPEC §5).
+"""Map text a browser shows on a rendered MkDocs page back to lines of its Markdown source
+(docs/architecture.md, "Anchoring").
 
 The page is rendered by Python-Markdown, so no parser here reproduces its HTML exactly. Instead,
 `project_markdown` parses the file with markdown-it-py and builds the text a reader would see, keeping
@@ -147,7 +148,7 @@ class _Hit(NamedTuple):
 # Text is folded a stretch at a time: ASCII stretches by slicing between the runs that collapse to
 # their first character, other characters one by one. A page of Markdown is mostly ASCII.
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-# Runs that keep only their first character; three patterns scan 4x faster than one alternation.
+# Runs that keep only their first character; three patterns scan faster than one alternation.
 _ASCII_RUNS = (re.compile(r"\s\s+"), re.compile(r"--+"), re.compile(r"\.\.+"))
 _LEADING_SPACE = re.compile(r"\s+")
 _ASCII_SPACES = str.maketrans(dict.fromkeys("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", " "))
@@ -183,8 +184,8 @@ def _fold_ascii(
 ) -> str:
     """Fold ASCII `text[start:end]` after `last`; return the new last character written."""
     first = text[start]
-    if last == " " and first.isspace():
-        start = _LEADING_SPACE.match(text, start, end).end()  # type: ignore[union-attr]
+    if last == " " and first.isspace() and (spaces := _LEADING_SPACE.match(text, start, end)):
+        start = spaces.end()
     elif first == last and first in _RUNS:
         while start < end and text[start] == first:
             start += 1
@@ -674,8 +675,8 @@ def _for_parsing(source: str) -> str:
     for n, line in enumerate(lines):
         marker = _FENCE.match(line)
         if fence:
-            closing = marker and marker.group(1)
-            if closing and closing[0] == fence[0] and len(closing) >= len(fence):
+            closing = marker.group(1) if marker else None
+            if marker and closing and closing[0] == fence[0] and len(closing) >= len(fence):
                 fence = "" if not line[marker.end() :].strip() else fence
             continue
         if marker:
@@ -947,7 +948,7 @@ def _search(
 ) -> _Hit | None:
     """Find `quote` in the haystack (all normalised): exact occurrences first, ranked here by
     the page's report, context and the hint; else `anchoring.locate`'s approximate match (the
-    one re-anchoring algorithm of SPEC §5), kept to the reported kind of text."""
+    one re-anchoring algorithm, docs/architecture.md), kept to the reported kind of text."""
     hits = _exact_hits(haystack.text, quote)
     kind = where.in_code
     if (
@@ -964,7 +965,12 @@ def _search(
     if hits:  # when nothing tells which copy, no answer: never a guess
         hit = _exact(haystack, hits, quote, prefix, suffix, hint, where)
         far = hit is not None and hint is not None and abs(hit.start - hint) > ONE_WORD_REACH
-        if far and (near := _one_word_changed(haystack, quote, hint, kind)) is not None:  # type: ignore[arg-type]
+        # `far` implies a hint; mypy does not follow that through the bool.
+        if (
+            far
+            and hint is not None
+            and (near := _one_word_changed(haystack, quote, hint, kind)) is not None
+        ):
             return near  # the note's own passage, edited, not a copy of it elsewhere
         if hit is None:
             return None
@@ -1236,7 +1242,8 @@ def map_source(
     *,
     hint_line: int | None = None,
 ) -> dict[str, Any] | None:
-    """Locate a quote in the Markdown file `rel_path` of the project (SPEC §3 `source` plus `score`).
+    """Locate a quote in the Markdown file `rel_path` of the project: its `source`
+    (docs/data-model.md) plus `score`.
 
     Returns `{"path", "lineStart", "lineEnd", "excerpt", "score"}`, or None when the quote is not in
     the file (theme text, macros), the file is missing or too large, or the path leaves the project.

@@ -92,8 +92,10 @@ ALL_ANNOTATIONS = "SELECT * FROM annotations"
 
 Item = Annotation | PageNote
 Row = Mapping[str, Any]
+# The tables of the two kinds of item: `_objects` and `_load` answer each one's class.
+ItemTable = Literal["annotations", "page_notes"]
 LABELS = {"annotations": "Annotation", "page_notes": "Page note"}
-KINDS = {"annotation": "annotations", "page_note": "page_notes"}
+KINDS: dict[str, ItemTable] = {"annotation": "annotations", "page_note": "page_notes"}
 
 
 def new_id(prefix: str) -> str:
@@ -235,18 +237,25 @@ class Store:
             out.setdefault(r["parent_id"], []).append(_reply(r))
         return out
 
+    @overload
     def _objects(
-        self,
-        conn: sqlite3.Connection,
-        table: str,
-        rows: list[Row],
-        *,
-        all_replies: bool = False,
-    ) -> list[Any]:
-        if all_replies:
-            replies = self._all_replies(conn)
-        else:
-            replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
+        self, conn: sqlite3.Connection, table: Literal["annotations"], rows: Sequence[Row]
+    ) -> list[Annotation]: ...
+
+    @overload
+    def _objects(
+        self, conn: sqlite3.Connection, table: Literal["page_notes"], rows: Sequence[Row]
+    ) -> list[PageNote]: ...
+
+    @overload
+    def _objects(
+        self, conn: sqlite3.Connection, table: ItemTable, rows: Sequence[Row]
+    ) -> list[Annotation] | list[PageNote]: ...
+
+    def _objects(
+        self, conn: sqlite3.Connection, table: ItemTable, rows: Sequence[Row]
+    ) -> list[Annotation] | list[PageNote]:
+        replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
         if table == "annotations":
             return [_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
         files = self._page_files(conn, {r["page_url"] for r in rows})
@@ -276,17 +285,34 @@ class Store:
         found = _query(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
         return found[0] if found else None
 
-    def _find(self, conn: sqlite3.Connection, id: str, kind: str | None = None) -> tuple[str, Row]:
+    def _find(
+        self, conn: sqlite3.Connection, id: str, kind: str | None = None
+    ) -> tuple[ItemTable, Row]:
         """The annotation or page note with this id (only that `kind` when given, "annotation"
         or "page_note"), with the reference's not-found message."""
-        tables = ("annotations", "page_notes") if kind is None else (KINDS[kind],)
+        tables: tuple[ItemTable, ...] = (
+            ("annotations", "page_notes") if kind is None else (KINDS[kind],)
+        )
         for table in tables:
             row = self._row(conn, table, id)
             if row is not None:
                 return table, row
         raise PageNoteNotFound(id) if kind == "page_note" else AnnotationNotFound(id)
 
-    def _load(self, conn: sqlite3.Connection, table: str, id: str) -> Any:
+    @overload
+    def _load(
+        self, conn: sqlite3.Connection, table: Literal["annotations"], id: str
+    ) -> Annotation: ...
+
+    @overload
+    def _load(
+        self, conn: sqlite3.Connection, table: Literal["page_notes"], id: str
+    ) -> PageNote: ...
+
+    @overload
+    def _load(self, conn: sqlite3.Connection, table: ItemTable, id: str) -> Item: ...
+
+    def _load(self, conn: sqlite3.Connection, table: ItemTable, id: str) -> Item:
         row = self._row(conn, table, id)
         assert row is not None
         return self._objects(conn, table, [row])[0]
@@ -903,8 +929,8 @@ class Store:
 
     def get_page_note(self, id: str) -> PageNote:
         with self._tx(write=False) as conn:
-            table, row = self._find(conn, id, "page_note")
-            return self._objects(conn, table, [row])[0]
+            _, row = self._find(conn, id, "page_note")
+            return self._objects(conn, "page_notes", [row])[0]
 
     def list_page_notes(
         self,
@@ -1226,7 +1252,7 @@ def pause_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many acyclic objects.
 
     Each collection walks every live object, and building 100k annotations triggers dozens of
-    them: about a quarter of a full export's time (benchmarks/store.py).
+    them (benchmarks/store.py, "export markdown (all)", measures the export).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -1286,4 +1312,6 @@ _reply: Callable[[Row], Reply] = REPLY.decoder(Reply, _DECODING)
 _annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder(
     Annotation, _DECODING
 )
-_page_note: Callable[..., PageNote] = PAGE_NOTE.decoder(PageNote, _DECODING)
+_page_note: Callable[[Row, tuple[Reply, ...], str | None], PageNote] = PAGE_NOTE.decoder(
+    PageNote, _DECODING
+)

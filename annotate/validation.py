@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ValidationError
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
@@ -81,7 +81,7 @@ ANNOTATION_PLAIN = tuple(f for f in ANNOTATION if f.input and f.key not in RULED
 PAGE_NOTE_PLAIN = tuple(f for f in PAGE_NOTE if f.input and f.key not in RULED)
 
 
-def is_valid_id(value: object) -> bool:
+def is_valid_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(ID_PATTERN.match(value))
 
 

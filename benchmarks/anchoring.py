@@ -1,4 +1,4 @@
-"""Benchmark re-anchoring (SPEC §5): `annotate.anchoring` against ports of Hypothesis's matchQuote.
+"""Benchmark re-anchoring: `annotate.anchoring` against ports of Hypothesis's matchQuote.
 
 A generated ~1 MB rendered page (prose, headings, lists, code, boilerplate paragraphs repeated all
 over it) is edited the way a docs site changes between two reviews: blocks inserted, deleted and

@@ -249,6 +249,7 @@ def quiet_access_log(server: Any) -> None:
     if handler is None or not hasattr(handler, "log_request"):
         return
 
+    # The dev server's own handler class, known only at run time: mypy takes no variable as a base.
     class Handler(handler):  # type: ignore[misc,valid-type]
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             path = getattr(self, "path", "")

@@ -1,4 +1,4 @@
-"""Re-anchoring quotes in a rendered page after the page changed (SPEC §5, annotate.anchoring)."""
+"""Re-anchoring quotes in a rendered page after the page changed (annotate.anchoring)."""
 
 from __future__ import annotations
 

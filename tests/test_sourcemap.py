@@ -1,4 +1,5 @@
-"""Source mapping (SPEC §5): text shown on a rendered page → Markdown file and 1-based lines."""
+"""Source mapping (annotate/sourcemap.py): text shown on a rendered page → Markdown file and
+1-based lines."""
 
 from __future__ import annotations
 
@@ -517,7 +518,8 @@ _VOID = {
 
 
 class ArticleText(HTMLParser):
-    """Text nodes of Material's content root, as the overlay concatenates them (SPEC §5)."""
+    """Text nodes of Material's content root, as the overlay concatenates them
+    (docs/overlay.md, "What gets stored")."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

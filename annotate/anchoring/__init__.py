@@ -1,4 +1,5 @@
-"""Anchoring: where is a quoted passage now, in a text that may have changed since? (SPEC §5)
+"""Anchoring: where is a quoted passage now, in a text that may have changed since?
+(docs/architecture.md, "Anchoring")
 
 One concern per module, as in hypothesis/client `src/annotator/anchoring/`:
 

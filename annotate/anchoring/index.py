@@ -101,7 +101,7 @@ class TextIndex:
 
     @cached_property
     def _keys(self) -> list[int]:
-        # Key of word i: hash of (word i, word i + 1); C-level iteration keeps this ~10 ms per MB.
+        # Key of word i: hash of (word i, word i + 1); map and zip iterate in C, not in Python.
         words = self._words
         return list(map(hash, zip(words, islice(words, 1, None), strict=False)))
 

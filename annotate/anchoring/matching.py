@@ -1,4 +1,4 @@
-"""Re-anchoring: where is a quoted passage now, in a text that may have changed since? (SPEC §5)
+"""Re-anchoring: where is a quoted passage now, in a text that may have changed since?
 
 `locate` tries, in order: the stored position still holds the quote; exact occurrences of the quote
 (or of the text an agent put in its place), ranked by context and distance from the old position;
@@ -144,7 +144,7 @@ Step = tuple[list[_Candidate], bool]  # candidates, and whether they are final
 
 def _page_steps(index: Index, selectors: list[Selector]) -> list[list[_Candidate]]:
     """The candidates of every quote: exact hits, else approximate matches near where the quote
-    should be, else anywhere (SPEC order).
+    should be, else anywhere (the order of `locate`, above).
 
     Both passes walk the page in order and look for each quote first where its old position
     lands after the shift of the quote found before it: an edit above moves everything below by
@@ -203,7 +203,8 @@ def _approximate_steps(
     shift = 0
     for i in order:
         if steps[i][1]:
-            shift = shift if moved_by[i] is None else moved_by[i]
+            moved = moved_by[i]
+            shift = shift if moved is None else moved
             continue
         query = queries[i]
         candidates = steps[i][0]
@@ -404,25 +405,6 @@ def context_elsewhere(
             return False
         lo = old - distance - len(prefix) + 1
         return text.find(prefix, max(0, lo), max(0, old + distance)) >= 0
-    return False
-    distance = min(abs(start - old), CONTEXT_EVIDENCE_REACH)
-    for side, is_prefix in ((prefix.strip(), True), (suffix.strip(), False)):
-        if len(side) < MIN_CONTEXT_EVIDENCE:
-            continue
-        if is_prefix:
-            frames = text.find(
-                side, max(0, start - len(side) - CONTEXT_FRAMES), start + CONTEXT_FRAMES
-            )
-            # where the quote would start after an occurrence of the side, near `old`
-            lo, hi = old - distance - len(side), old + distance
-        else:
-            frames = text.find(side, max(0, end - CONTEXT_FRAMES), end + len(side) + CONTEXT_FRAMES)
-            lo, hi = old + length - distance, old + length + distance + len(side)
-        if frames != -1:
-            continue
-        at = text.find(side, max(0, lo + 1), max(0, hi))
-        if at != -1:
-            return True
     return False
 
 

@@ -24,7 +24,8 @@ __all__ = [
     "word_pairs",
 ]
 
-# Every whitespace character but the space itself; `str.translate` is 100x slower on non-ASCII.
+# Every whitespace character but the space itself, replaced one by one in long texts (`fold`):
+# `str.translate` is far slower on non-ASCII text, where it leaves its ASCII fast path.
 _WHITESPACE = tuple(chr(c) for c in range(0x3001) if chr(c).isspace() and c != 0x20)
 # The same characters (re's `\s` is `str.isspace`), replaced in one pass: faster on short strings.
 _OTHER_WHITESPACE = re.compile(r"[^\S ]")

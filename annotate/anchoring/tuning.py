@@ -26,7 +26,8 @@ MIN_NEIGHBOURS = 3
 # -- Accepting a candidate ----------------------------------------------------------------------
 
 # A quote less similar than this (Levenshtein, whitespace collapsed) is not found. Measured on
-# 1 MB: it rejects every deleted quote and loses no correct anchor (notes/FACTS.md).
+# 1 MB: it rejects every deleted quote and loses no correct anchor (benchmarks/anchoring.py, its
+# "deleted, anchored wrongly" row and the accuracy of each category).
 MIN_QUOTE_SIMILARITY = 0.75
 # ... unless the context on both sides still agrees this well: one word rewritten inside a quote
 # of 30 characters leaves 0.6 of it (issue #13, class 3), and a deleted quote leaves no span
@@ -114,8 +115,8 @@ SHARED_INDEX_MIN_CHARS = 20_000
 # quote searched for in the whole text).
 MAX_CHANGED_LINES = 64
 MAX_CACHED_POSTINGS = 10_000
-# Lines longer than this on average: a PageIndex uses a fresh TextIndex. Measured on 140 kB
-# without line breaks: 15 ms fresh, 23 ms through the line index (nothing reused).
+# Lines longer than this on average: a PageIndex uses a fresh TextIndex, which indexes such a
+# text faster than the line index does when no line is reused.
 LONG_LINE = 4096
 
 # -- The anchor route's cache (`pagecache.Anchors`) ---------------------------------------------

@@ -2,7 +2,8 @@
 files and, for `annotate serve`, a static site with the overlay injected.
 
 Each route translates one HTTP request into one library call, the same call the CLI command and the
-MCP tool make (STYLE.md §3); library errors become `{error, code}` with their `http_status`.
+MCP tool make (tests/test_one_call.py pins it); library errors become `{error, code}` with their
+`http_status`.
 """
 
 from __future__ import annotations
@@ -305,7 +306,7 @@ class Api:
             functools.partial(
                 self.store.add_reply,
                 id,
-                data.get("message"),
+                data.get("message", ""),  # missing or empty: the same EmptyReply
                 role=role,
                 author=data.get("author"),
                 kind=_kind(request),
@@ -545,7 +546,7 @@ def create_app(
     `page_sources`: page URL → Markdown path (relative to the project), recorded with
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
     """
-    current_token: Callable[[], str] = token if callable(token) else (lambda: token)  # type: ignore[assignment,return-value]
+    current_token: Callable[[], str] = token if callable(token) else (lambda: token)
     if not current_token():
         raise ValueError("create_app needs a non-empty token")
     if page_sources is not None:
