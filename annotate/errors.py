@@ -113,9 +113,9 @@ class ProjectNotFound(AnnotateError):
 
     def __init__(self, folder: str) -> None:
         super().__init__(
-            f"No MkDocs project in {folder} or any folder above it (looked for mkdocs.yml, "
-            "mkdocs.yaml, properdocs.yml, zensical.toml): run this in the project, or name it "
-            "with --project PATH"
+            f"No documentation project in {folder} or any folder above it (looked for "
+            "zensical.toml, mkdocs.yml, mkdocs.yaml, properdocs.yml, properdocs.yaml): run this "
+            "in the project, or name it with --project PATH"
         )
         self.folder = folder
 

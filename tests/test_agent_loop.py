@@ -121,8 +121,8 @@ def test_no_project_is_one_line_never_an_empty_store(
     lost.mkdir()
     monkeypatch.chdir(lost)
     message = (
-        f"No MkDocs project in {lost} or any folder above it (looked for mkdocs.yml, "
-        "mkdocs.yaml, properdocs.yml, zensical.toml): run this in the project, or name it with "
+        f"No documentation project in {lost} or any folder above it (looked for "
+        f"{', '.join(annotate.config.CONFIG_FILES)}): run this in the project, or name it with "
         "--project PATH"
     )
     with pytest.raises(annotate.ProjectNotFound) as raised:
@@ -140,7 +140,7 @@ async def test_mcp_without_a_project_answers_an_error(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     is_error, texts = await mcp_call(None, "list_annotations")
-    assert is_error and texts[0].startswith(f"No MkDocs project in {tmp_path} ")
+    assert is_error and texts[0].startswith(f"No documentation project in {tmp_path} ")
     assert "--project" in texts[0]
     assert not (tmp_path / ".annotate").exists()
 
