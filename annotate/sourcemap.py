@@ -33,6 +33,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from rapidfuzz.distance import Indel
 
 from .anchoring import context_elsewhere, locate
+from .anchoring.text import find_all
 from .pages import safe_path
 
 __all__ = [
@@ -59,7 +60,6 @@ QUOTE_WEIGHT, PREFIX_WEIGHT, SUFFIX_WEIGHT = 50.0, 20.0, 20.0
 TIE_MARGIN = 0.05
 GOOD_CONTEXT = 0.75  # mean similarity of the context sides for a full score
 SOME_CONTEXT = 0.65  # one side at least this similar speaks for a copy
-MAX_EXACT_HITS = 1000
 # A quote of this many characters or more, found again with one word changed near where it was
 # last seen (within ONE_WORD_NEAR characters), stays anchored whatever its similarity. Near is
 # kept small: documentation repeats passages one word apart ("code copy buttons" / "code
@@ -796,15 +796,6 @@ class _Where(NamedTuple):
     occurrence: int | None = None
 
 
-def _exact_hits(text: str, quote: str) -> list[int]:
-    hits: list[int] = []
-    hit = text.find(quote)
-    while hit != -1 and len(hits) < MAX_EXACT_HITS:
-        hits.append(hit)
-        hit = text.find(quote, hit + 1)
-    return hits
-
-
 def _side(expected: str, actual: str) -> float | None:
     return None if not expected else Indel.normalized_similarity(expected, actual)
 
@@ -949,7 +940,7 @@ def _search(
     """Find `quote` in the haystack (all normalised): exact occurrences first, ranked here by
     the page's report, context and the hint; else `anchoring.locate`'s approximate match (the
     one re-anchoring algorithm, docs/architecture.md), kept to the reported kind of text."""
-    hits = _exact_hits(haystack.text, quote)
+    hits = find_all(haystack.text, quote)
     kind = where.in_code
     if (
         hits
