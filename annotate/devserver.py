@@ -23,8 +23,7 @@ from .store import Store
 from .store import open as open_store
 from .tokens import TokenFile
 from .web.app import create_app
-from .web.security import is_loopback
-from .web.server import WILDCARDS, bind, extra_hosts, url_host
+from .web.server import bind, exposed, extra_hosts, feed_server, url_host
 from .web.static import overlay_snippet
 
 if TYPE_CHECKING:
@@ -242,14 +241,7 @@ def _serve(
         date_header=False,
         timeout_graceful_shutdown=2,
     )
-    feed = app.state.feed
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            feed.close()
-            super().handle_exit(sig, frame)
-
-    server = Server(config)
+    server = feed_server(config, app.state.feed)
     stopped_by: list[int] = []
     if process is not None:
 
@@ -263,7 +255,7 @@ def _serve(
     what = f"the dev server at {upstream.netloc}"
     mode = ", read-only" if read_only else ""
     echo(f"Reviewing {base} ({what}; review page: {base}__annotate/{mode}). Press Ctrl+C to stop.")
-    if not is_loopback(url_host(host).strip("[]").lower()) or host in WILDCARDS:
+    if exposed(host):
         echo(
             f"Warning: listening on {host or 'every interface'}: other machines can reach this "
             "proxy and the dev server's pages through it; the token still guards every change."

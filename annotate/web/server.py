@@ -9,6 +9,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..config import site_config
 from ..errors import ValidationError
@@ -17,7 +18,12 @@ from ..tokens import TokenFile
 from .app import create_app
 from .security import is_loopback
 
-__all__ = ["bind", "extra_hosts", "serve", "url_host"]
+if TYPE_CHECKING:
+    import uvicorn
+
+    from .feed import ChangeFeed
+
+__all__ = ["bind", "exposed", "extra_hosts", "feed_server", "serve", "url_host"]
 
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -41,6 +47,24 @@ def extra_hosts(host: str) -> list[str]:
         with contextlib.suppress(OSError):
             names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
     return sorted(n for n in names if n)
+
+
+def exposed(host: str) -> bool:
+    """Whether listening on `host` lets other machines in (a wildcard or a non-loopback address)."""
+    return host in WILDCARDS or not is_loopback(url_host(host).strip("[]").lower())
+
+
+def feed_server(config: uvicorn.Config, feed: ChangeFeed) -> uvicorn.Server:
+    """A uvicorn server that closes the change feed when told to stop: pending long-polls answer
+    now instead of holding the shutdown for up to 25 s (`annotate serve`, `annotate proxy`)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            feed.close()
+            super().handle_exit(sig, frame)
+
+    return Server(config)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -115,19 +139,11 @@ def serve(
         server_header=False,
         timeout_graceful_shutdown=2,
     )
-    feed = app.state.feed
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            # Pending long-polls answer now instead of holding the shutdown for up to 25 s.
-            feed.close()
-            super().handle_exit(sig, frame)
-
-    server = Server(config)
+    server = feed_server(config, app.state.feed)
     base = f"http://{url_host(host)}:{actual_port}/"
     mode = ", read-only" if read_only else ""
     echo(f"Serving {site} at {base} (review page: {base}__annotate/{mode}). Press Ctrl+C to stop.")
-    if not is_loopback(url_host(host).strip("[]").lower()) or host in WILDCARDS:
+    if exposed(host):
         echo(
             f"Warning: listening on {host or 'every interface'}: other machines can reach this "
             "server; the token still guards every change."
