@@ -64,8 +64,8 @@ project_option = click.option(
     "--project",
     type=click.Path(file_okay=False),
     default=None,
-    help="Project folder (the folder of mkdocs.yml). Default: the nearest folder from the "
-    "current one upwards holding mkdocs.yml, mkdocs.yaml, properdocs.yml or zensical.toml.",
+    help="Project folder (the folder of the site config). Default: the nearest folder from the "
+    "current one upwards holding zensical.toml, mkdocs.yml, mkdocs.yaml or properdocs.yml.",
 )
 db_option = click.option(
     "--db",
@@ -698,53 +698,48 @@ def hook_stop(project: str | None) -> None:
         click.echo(json.dumps(answer, ensure_ascii=False))
 
 
+def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--port` and `--host` of the commands that serve pages (`serve`, `proxy`)."""
+    f = click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address to listen on; loopback unless you choose otherwise.",
+    )(f)
+    return click.option(
+        "--port",
+        type=click.IntRange(0, 65535),
+        default=8000,
+        show_default=True,
+        help="Port to listen on (0: any free port).",
+    )(f)
+
+
+def _echo_now(line: str) -> None:
+    """A line of a long-running command, shown at once even when stdout is a pipe."""
+    click.echo(line)
+    sys.stdout.flush()
+
+
 @cli.command("serve")
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8000,
-    show_default=True,
-    help="Port to listen on (0: any free port).",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on; loopback unless you choose otherwise.",
-)
+@listen_options
 @project_option
 @click.option("--read-only", is_flag=True, help="Serve the review without accepting changes.")
 def serve(directory: Path, port: int, host: str, project: str | None, read_only: bool) -> None:
     """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
     from .web.server import serve as run
 
-    def echo(line: str) -> None:
-        click.echo(line)
-        sys.stdout.flush()
-
     try:
         root = find_project(project)
-        run(directory, project=root, host=host, port=port, read_only=read_only, echo=echo)
+        run(directory, project=root, host=host, port=port, read_only=read_only, echo=_echo_now)
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
 
 
 @cli.command("proxy", context_settings={"ignore_unknown_options": True})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD...]")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8000,
-    show_default=True,
-    help="Port to listen on (0: any free port).",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on; loopback unless you choose otherwise.",
-)
+@listen_options
 @click.option(
     "--upstream",
     metavar="URL",
@@ -779,10 +774,6 @@ def proxy(
     {port}…) and put the overlay in front of it."""
     from .devserver import run
 
-    def echo(line: str) -> None:
-        click.echo(line)
-        sys.stdout.flush()
-
     try:
         root = find_project(project)
         code = run(
@@ -794,7 +785,7 @@ def proxy(
             read_only=read_only,
             allow_remote_upstream=allow_remote_upstream,
             timeout=timeout,
-            echo=echo,
+            echo=_echo_now,
         )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
