@@ -47,9 +47,7 @@ class Ctx:
 
     def store(self) -> store_module.Store:
         """The store of the project found upwards from `--project` or the current folder."""
-        if self.db:
-            return store_module.Store(self.db, project_dir=self.project or None)
-        return store_module.open(self.project)
+        return store_module.open(self.project, db=self.db or None)
 
     def emit(self, data: Any, human: Callable[[], str]) -> None:
         # Notes come from browsers and agents: a terminal escape in one must show, not act
@@ -69,8 +67,11 @@ project_option = click.option(
 )
 db_option = click.option(
     "--db",
-    type=click.Path(dir_okay=False),
-    help="Database file (default: PROJECT/.annotate/annotations.db).",
+    envvar="ANNOTATE_DB",
+    metavar="FILE|URL",
+    help="Database: an SQLite file, or a PostgreSQL URL postgresql://USER:PASSWORD@HOST/DBNAME "
+    "(needs mkdocs-annotate[postgres]). Default: $ANNOTATE_DB, else "
+    "PROJECT/.annotate/annotations.db.",
 )
 
 
@@ -725,14 +726,25 @@ def _echo_now(line: str) -> None:
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
 @listen_options
 @project_option
+@db_option
 @click.option("--read-only", is_flag=True, help="Serve the review without accepting changes.")
-def serve(directory: Path, port: int, host: str, project: str | None, read_only: bool) -> None:
+def serve(
+    directory: Path, port: int, host: str, project: str | None, db: str | None, read_only: bool
+) -> None:
     """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
     from .web.server import serve as run
 
     try:
         root = find_project(project)
-        run(directory, project=root, host=host, port=port, read_only=read_only, echo=_echo_now)
+        run(
+            directory,
+            project=root,
+            host=host,
+            port=port,
+            read_only=read_only,
+            echo=_echo_now,
+            db=db or None,
+        )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
 

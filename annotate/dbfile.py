@@ -16,7 +16,7 @@ import secrets
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -78,7 +78,7 @@ def _apply_migrations(conn: sqlite3.Connection, version: int) -> None:
     if version == 0:
         db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)")
     for target in range(version, schema.LATEST):
-        schema.MIGRATIONS[target](db)
+        schema.migrate(db, target)
         conn.execute(
             "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (target + 1, now())
         )
@@ -122,6 +122,8 @@ def now() -> str:
 
 class DbFile:
     """The SQLite file at `path`: this thread's connection, transactions, the schema version."""
+
+    dialect = "sqlite"
 
     def __init__(
         self,
@@ -472,6 +474,14 @@ class DbFile:
         finally:
             if lock is not None:
                 lock.release()
+
+    def notify(self, conn: sqlite3.Connection) -> None:
+        """Nothing to do: other processes on one file see its changes by polling
+        (annotate/pgdb.py notifies other servers on PostgreSQL)."""
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Never calls `callback`: SQLite has no notifications, readers poll the file."""
+        return lambda: None
 
     def _migrate(self) -> None:
         try:

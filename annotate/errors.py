@@ -28,6 +28,7 @@ __all__ = [
     "StoreFullError",
     "StoreGoneError",
     "StoreReadOnlyError",
+    "StoreUnreachableError",
     "ValidationError",
 ]
 
@@ -208,3 +209,15 @@ class StoreGoneError(StoreError):
     def __init__(self, path: str, detail: str) -> None:
         super().__init__(f"{path} was deleted while in use and cannot be recreated ({detail})")
         self.path = path
+
+
+class StoreUnreachableError(StoreError):
+    """The PostgreSQL server of a `postgresql://` store refused or lost the connection."""
+
+    code = "store_unreachable"
+    http_status = 503
+
+    def __init__(self, name: str, detail: str) -> None:
+        # `name`: the URL without its password (annotate/pgdb.py `redact`).
+        super().__init__(f"{name} cannot be reached ({detail})")
+        self.path = name

@@ -17,6 +17,7 @@ from .models import ANCHOR_STATES, STATUSES
 __all__ = ["TYPES", "Filter"]
 
 TYPES = ("text", "element")
+NO_LIMIT = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +85,14 @@ class Filter:
         if self.anchor_state is not None:
             where.append(f"anchor_state IN ({','.join('?' * len(self.anchor_state))})")
             params.extend(self.anchor_state)
-        return " AND ".join(where) or "1", params
+        return " AND ".join(where) or "1 = 1", params
 
     def page(self) -> tuple[str, list[Any]]:
         """` LIMIT ? OFFSET ?` and its parameters, or nothing when every match is wanted."""
         if self.limit is None and not self.offset:
             return "", []
-        return " LIMIT ? OFFSET ?", [-1 if self.limit is None else self.limit, self.offset]
+        # No limit: the largest BIGINT (PostgreSQL refuses SQLite's -1).
+        return " LIMIT ? OFFSET ?", [NO_LIMIT if self.limit is None else self.limit, self.offset]
 
 
 def _choices(value: str | Iterable[str], allowed: tuple[str, ...], field: str) -> tuple[str, ...]:

@@ -117,10 +117,7 @@ class _Stores:
     def get(self) -> store_module.Store:
         with self._lock:
             if self._store is None:
-                if self.db:
-                    self._store = store_module.Store(self.db, project_dir=self.project or None)
-                else:
-                    self._store = store_module.open(self.project)
+                self._store = store_module.open(self.project, db=self.db or None)
             return self._store
 
 

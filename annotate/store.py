@@ -28,7 +28,7 @@ from typing import Any, Literal, overload
 
 import sqlite_utils
 
-from . import pages, reconcile, sourcemap, urls
+from . import pages, pgdb, reconcile, sourcemap, urls
 from . import validation as validate
 from .dbfile import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, DbFile, now
 from .errors import (
@@ -106,12 +106,21 @@ def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
     return Path(project) / DEFAULT_DIR / DEFAULT_FILE
 
 
-def open(project: str | os.PathLike[str] | None = None) -> Store:
+def open(
+    project: str | os.PathLike[str] | None = None, *, db: str | os.PathLike[str] | None = None
+) -> Store:
     """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing.
 
     The project is found upwards from `project`, or from the current folder when it is None
-    (`annotate.project.find_project`): never a new store inside `docs/`.
+    (`annotate.project.find_project`): never a new store inside `docs/`. `db`: another SQLite
+    file (its project is `project` as given, else the file's), or a PostgreSQL database
+    (`postgresql://user:password@host/dbname`, docs/storage.md; its tables are created when
+    missing), whose notes point into the project found as above.
     """
+    if db is not None and pgdb.is_url(db):
+        return Store(db, project_dir=find_project(project))
+    if db is not None:
+        return Store(db, project_dir=project or None)
     root = find_project(project)
     return Store(project_db_path(root), project_dir=root)
 
@@ -132,8 +141,20 @@ class Store:
         project_dir: str | os.PathLike[str] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
     ) -> None:
-        self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
-        self.path = self._file.path
+        """`path`: an SQLite file, or a `postgresql://` URL (annotate/pgdb.py; `project_dir`
+        then defaults to the current folder)."""
+        self._file: DbFile | pgdb.PgDb
+        # The SQLite file, or None on PostgreSQL; `url`: the database's URL without its password.
+        self.path: Path | None
+        self.url: str | None
+        if pgdb.is_url(path):
+            self._file = pgdb.PgDb(
+                str(path), project_dir=project_dir or ".", busy_timeout=busy_timeout
+            )
+            self.path, self.url = None, self._file.name
+        else:
+            self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
+            self.path, self.url = self._file.path, None
         self.project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
@@ -166,10 +187,23 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Store {str(self.path)!r}>"
+        return f"<Store {self.url or str(self.path)!r}>"
+
+    @property
+    def dialect(self) -> str:
+        """ "sqlite" or "postgresql"."""
+        return self._file.dialect
 
     def _tx(self, write: bool) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._file.transaction(write)
+        # On PostgreSQL, annotate/pgdb.py's connection, which answers the same calls.
+        tx: contextlib.AbstractContextManager[sqlite3.Connection] = self._file.transaction(write)
+        return tx
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (from another thread) when any server on this PostgreSQL database
+        commits a change, to wake a waiting reader; returns the function that unsubscribes.
+        Only a wake-up, never the truth (`changes` is); SQLite never calls it (readers poll)."""
+        return self._file.subscribe(callback)
 
     # -- reading: the reconciliation step, rows into objects ------------------------------
 
@@ -200,7 +234,7 @@ class Store:
         self, conn: sqlite3.Connection, scope: str, params: Sequence[Any]
     ) -> list[dict[str, Any]]:
         """The rows `scope` selects whose Markdown file changed since their last check."""
-        live = f"FROM ({scope}) WHERE anchor_state != 'removed'"
+        live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
         groups = conn.execute(
             f"SELECT source_file, source_mtime {live} GROUP BY source_file, source_mtime", params
         ).fetchall()
@@ -211,13 +245,10 @@ class Store:
         if not changed:
             return []
         files = sorted(f for f in changed if f is not None)
-        marks = ",".join("?" * len(files))
-        nulls = "source_file IS NULL" if None in changed else "0"
-        return _query(
-            conn,
-            f"SELECT * {live} AND (source_file IN ({marks}) OR {nulls})",
-            [*params, *files],
-        )
+        which = [f"source_file IN ({','.join('?' * len(files))})"] if files else []
+        if None in changed:
+            which.append("source_file IS NULL")
+        return _query(conn, f"SELECT * {live} AND ({' OR '.join(which)})", [*params, *files])
 
     def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
         out: dict[str, list[Reply]] = {}
@@ -324,6 +355,7 @@ class Store:
             "INSERT INTO changes (at, kind, item_id, action, page_url) VALUES (?, ?, ?, ?, ?)",
             (now(), kind, id, action, page_url),
         )
+        self._file.notify(conn)
 
     def _update(
         self, conn: sqlite3.Connection, table: str, id: str, values: Mapping[str, Any]
@@ -439,8 +471,16 @@ class Store:
         # subquery would copy every row first.
         scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
         with self._reading(scope, [*params, *window]) as conn:
-            if not as_json:
-                return self._objects(conn, "annotations", _query(conn, ordered, [*params, *window]))
+            if not as_json or self.dialect != "sqlite":
+                listed = self._objects(
+                    conn, "annotations", _query(conn, ordered, [*params, *window])
+                )
+                if not as_json:
+                    return listed
+                # PostgreSQL: the same JSON from the objects (annotate/sqljson.py is SQLite's).
+                return json.dumps(
+                    [a.to_dict() for a in listed], ensure_ascii=False, separators=(",", ":")
+                )
             rows = conn.execute(
                 f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} "
                 f"ORDER BY a.rowid{page}",
@@ -821,10 +861,10 @@ class Store:
             return
         row = conn.execute(
             "SELECT done_at, "
-            f"EXISTS (SELECT 1 FROM annotations WHERE review_id = :id AND {WAITING}) OR "
-            f"EXISTS (SELECT 1 FROM page_notes WHERE review_id = :id AND {WAITING}) "
-            "FROM reviews WHERE id = :id",
-            {"id": review_id},
+            f"EXISTS (SELECT 1 FROM annotations WHERE review_id = ? AND {WAITING}) OR "
+            f"EXISTS (SELECT 1 FROM page_notes WHERE review_id = ? AND {WAITING}) "
+            "FROM reviews WHERE id = ?",
+            (review_id, review_id, review_id),
         ).fetchone()
         if row is None:
             return
@@ -1080,6 +1120,8 @@ class Store:
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
         """
+        if self.dialect != "sqlite":
+            return self._export_rows_of_objects(include_resolved=include_resolved)
         where = "" if include_resolved else " WHERE status != 'resolved'"
         with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
             cur = conn.cursor()
@@ -1102,6 +1144,21 @@ class Store:
             ).fetchall()
         return annotations, notes, replies
 
+    def _export_rows_of_objects(
+        self, *, include_resolved: bool
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
+        """`export_rows` from objects: the fields' SQL (`json_extract`) is SQLite's."""
+        annotations, notes = self.all_items(include_resolved=include_resolved)
+        items: list[Item] = [*annotations, *notes]
+        replies: dict[str, list[tuple[str, str]]] = {
+            i.id: [(r.role, r.message) for r in i.replies] for i in items if i.replies
+        }
+        return (
+            [_annotation_row(a) for a in annotations],
+            [_page_note_row(p) for p in notes],
+            replies,
+        )
+
     def summary(self) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
         with self._reading(ALL_ANNOTATIONS + " WHERE status != 'resolved'") as conn:
@@ -1117,7 +1174,7 @@ class Store:
             )
             pages = conn.execute(
                 "SELECT count(*) FROM (SELECT page_url FROM annotations WHERE status != 'resolved' "
-                "UNION SELECT page_url FROM page_notes WHERE status != 'resolved')"
+                "UNION SELECT page_url FROM page_notes WHERE status != 'resolved') AS u"
             ).fetchone()[0]
             pending = conn.execute(
                 "SELECT count(*) FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL"
@@ -1197,7 +1254,7 @@ class Store:
                     cols = ", ".join(row)
                     marks = ", ".join("?" * len(row))
                     cur = conn.execute(
-                        f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})",
+                        f"INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT DO NOTHING",
                         tuple(row.values()),
                     )
                     if not cur.rowcount:
@@ -1217,11 +1274,23 @@ class Store:
         """Claim the oldest review no agent has picked up, waiting up to `timeout_s` seconds for
         one ("Send to agent", from any process); None when none came or `stop` was set.
 
-        Polls a one-row read every `poll_s`; only a review found takes the write lock.
+        Polls a one-row read every `poll_s`, at once when another server on the same PostgreSQL
+        database notifies a change (`subscribe`); only a review found takes the write lock.
         """
         deadline = time.monotonic() + max(0.0, timeout_s)
         stop = stop or threading.Event()
+        woken = threading.Event()
+        unsubscribe = self.subscribe(woken.set)
+        try:
+            return self._wait_for_review(deadline, poll_s, stop, woken)
+        finally:
+            unsubscribe()
+
+    def _wait_for_review(
+        self, deadline: float, poll_s: float, stop: threading.Event, woken: threading.Event
+    ) -> Review | None:
         while not stop.is_set():
+            woken.clear()
             with self._tx(write=False) as conn:
                 pending = conn.execute(
                     "SELECT 1 FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL LIMIT 1"
@@ -1230,7 +1299,7 @@ class Store:
             left = deadline - time.monotonic()
             if review is not None or left <= 0:
                 return review
-            stop.wait(min(poll_s, left))
+            woken.wait(min(poll_s, left))
         return None
 
 
@@ -1315,3 +1384,5 @@ _annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder
 _page_note: Callable[[Row, tuple[Reply, ...], str | None], PageNote] = PAGE_NOTE.decoder(
     PageNote, _DECODING
 )
+_annotation_row: Callable[[Annotation], tuple[Any, ...]] = ANNOTATION.row_of()
+_page_note_row: Callable[[PageNote], tuple[Any, ...]] = PAGE_NOTE.row_of()

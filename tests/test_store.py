@@ -18,6 +18,9 @@ from annotate.store import Store
 
 from .conftest import element_note, text_note, write_project
 
+# Each test using the `store` fixture runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 
 def test_open_creates_store_in_project_folder(tmp_path: Path) -> None:
     s = annotate.open(tmp_path)

@@ -30,6 +30,7 @@ from starlette.routing import Route
 from .. import __version__, export, urls
 from .. import validation as validate
 from ..anchoring.pagecache import Anchors
+from ..dbfile import DEFAULT_DIR
 from ..errors import AnnotateError, AnnotationNotFound, ValidationError
 from ..models import Annotation
 from ..store import Store
@@ -601,7 +602,7 @@ def create_app(
             Path(site_dir),
             # The token may be rotated while serving: each page gets the current one.
             lambda: overlay_snippet(current_token(), read_only=read_only, version=__version__),
-            hidden=[store.path.parent],
+            hidden=[store.path.parent if store.path else store.project_dir / DEFAULT_DIR],
         )
         routes.append(Route("/{path:path}", site.handle, methods=["GET"]))
 

@@ -106,9 +106,11 @@ def serve(
     port: int = 8000,
     read_only: bool = False,
     echo: Callable[[str], None] = print,
+    db: str | None = None,
 ) -> None:
     """Serve `site_dir` until interrupted. Everything that can fail does so before the first
-    request: the folder, the store, the token (created 0600 here), the port."""
+    request: the folder, the store, the token (created 0600 here), the port. `db`: another
+    store than the project's file (an SQLite file or a `postgresql://` URL)."""
     import uvicorn
 
     # Unexpected errors are logged by the app (never sent to the browser): show them.
@@ -120,7 +122,7 @@ def serve(
             "DIR",
         )
     site_config(project)  # a broken config is reported now, not on the first page's note
-    store = open_store(project)
+    store = open_store(project, db=db)
     token = TokenFile(project)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]

@@ -1,0 +1,541 @@
+"""The store on PostgreSQL (`--db postgresql://…`): the same verbs as the SQLite file, shared by
+several servers (docs/storage.md).
+
+`PgDb` answers what `annotate/dbfile.py`'s `DbFile` answers (`transaction`, `connection`, `conn`,
+`schema_version`, `close`), so `annotate/store.py` runs its SQL unchanged on either. Connections
+come from a `psycopg_pool` pool; the store's SQL is SQLite's, rewritten once per statement by
+`postgres_sql` (`?` placeholders, `IS ?`), and rows answer by index and by name as `sqlite3.Row`s do.
+
+Every write transaction first takes one transaction-level advisory lock, so writes are serialised
+as SQLite's `BEGIN IMMEDIATE` serialises them: a verb reads the latest row and writes in one go,
+`claim_review` hands a review to one agent only, and the change feed's sequence numbers become
+visible in order (a reader never sees change n + 1 before change n, which `changes?since=N`
+relies on). Reads run in a `REPEATABLE READ READ ONLY` transaction: one snapshot, as SQLite's.
+
+Change rows are written in the verb's transaction, with a `NOTIFY` delivered at commit: other
+servers listening on the same database wake their change feed and `wait_for_review` at once (the
+table stays the truth; a missed notification only costs the polling interval).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from . import schema
+from .dbfile import BUSY_TIMEOUT_S, now
+from .errors import (
+    AnnotateError,
+    NewerSchemaError,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
+    StoreUnreachableError,
+)
+
+__all__ = ["CHANNEL", "PgDb", "is_url", "postgres_sql", "redact"]
+
+log = logging.getLogger("annotate.store")
+
+SCHEMES = ("postgresql://", "postgres://")
+# The channel a commit with changes notifies (annotate/web/feed.py and `wait_for_review` listen).
+CHANNEL = "annotate_changes"
+# The advisory lock every write transaction takes: one writer at a time per database.
+WRITE_LOCK = 0x616E6E6F  # "anno"
+POOL_MAX = 10
+CONNECT_TIMEOUT_S = 5
+EXTRA = "pip install 'mkdocs-annotate[postgres]'"
+
+
+def is_url(value: object) -> bool:
+    """Whether a `--db` value names a PostgreSQL database rather than an SQLite file."""
+    return isinstance(value, str) and value.startswith(SCHEMES)
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username}:***@{host}" if parts.username else f"***@{host}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+_LITERAL = re.compile(r"('(?:[^']|'')*')")
+# `x IS ?` / `x IS NOT y`: SQLite's null-safe comparisons, which PostgreSQL spells out.
+_IS_NOT = re.compile(r"\bIS\s+NOT\s+(?!NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE)
+_IS = re.compile(r"\bIS\s+(?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def postgres_sql(sql: str) -> str:
+    """The store's SQLite SQL as psycopg takes it: `?` becomes `%s` (a literal `%` is doubled),
+    and SQLite's null-safe `IS ?` / `IS NOT x` become `IS [NOT] DISTINCT FROM`. Text inside quotes
+    is left alone."""
+    out = []
+    for i, part in enumerate(_LITERAL.split(sql)):
+        part = part.replace("%", "%%")
+        if i % 2 == 0:
+            part = _IS.sub("IS NOT DISTINCT FROM ", _IS_NOT.sub("IS DISTINCT FROM ", part))
+            part = part.replace("?", "%s")
+        out.append(part)
+    return "".join(out)
+
+
+class Row(tuple[Any, ...]):
+    """A row read by index or by column name, like `sqlite3.Row`."""
+
+    __slots__ = ()
+    _index: ClassVar[dict[str, int]] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    return type("Row", (Row,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+
+
+def _params(params: Any) -> Any:
+    if isinstance(params, dict):
+        return params
+    # Booleans are stored as 0/1 on both backends (annotate/schema.py).
+    return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
+
+
+class Cursor:
+    """The part of `sqlite3.Cursor` the store uses, over a psycopg cursor. `row_factory = None`
+    gives plain tuples, as on SQLite."""
+
+    def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
+        self._raw = raw
+        self._translate = translate
+        self.row_factory: Any = Row
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
+        try:
+            self._raw.execute(postgres_sql(sql), _params(params))
+        except _psycopg().Error as e:
+            raise self._translate(e) from None
+        return self
+
+    def executemany(self, sql: str, rows: Any) -> Cursor:
+        try:
+            self._raw.executemany(postgres_sql(sql), [_params(r) for r in rows])
+        except _psycopg().Error as e:
+            raise self._translate(e) from None
+        return self
+
+    @property
+    def description(self) -> Any:
+        return self._raw.description
+
+    @property
+    def rowcount(self) -> int:
+        count: int = self._raw.rowcount
+        return count
+
+    def _wrap(self, rows: list[tuple[Any, ...]]) -> list[Any]:
+        if self.row_factory is None or not rows:
+            return rows
+        cls = _row_class(tuple(d.name for d in self._raw.description))
+        return [cls(r) for r in rows]
+
+    def fetchall(self) -> list[Any]:
+        if self._raw.description is None:
+            return []
+        return self._wrap(self._raw.fetchall())
+
+    def fetchone(self) -> Any:
+        if self._raw.description is None:
+            return None
+        row = self._raw.fetchone()
+        return None if row is None else self._wrap([row])[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class Connection:
+    """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection."""
+
+    def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
+        self._raw = raw
+        self._translate = translate
+
+    def cursor(self) -> Cursor:
+        return Cursor(self._raw.cursor(), self._translate)
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
+        return self.cursor().execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Cursor:
+        return self.cursor().executemany(sql, rows)
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._raw.info.transaction_status != 0)  # 0: idle
+
+
+class _OneShot:
+    """A connection outside any transaction: each statement borrows a pooled connection, runs in
+    autocommit and hands back every row (for `Store.conn` and the store's reads before a verb)."""
+
+    def __init__(self, owner: PgDb) -> None:
+        self._owner = owner
+
+    def cursor(self) -> _OneShotCursor:
+        return _OneShotCursor(self._owner)
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        return self.cursor().execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        with self._owner._borrow() as conn:
+            return conn.executemany(sql, rows)
+
+    in_transaction = False
+
+
+class _OneShotCursor:
+    def __init__(self, owner: PgDb) -> None:
+        self._owner = owner
+        self.row_factory: Any = Row
+        self._rows: list[Any] = []
+        self.description: Any = None
+        self.rowcount = -1
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> _OneShotCursor:
+        with self._owner._borrow() as conn:
+            cur = conn.cursor()
+            cur.row_factory = self.row_factory
+            cur.execute(sql, params)
+            self._rows = cur.fetchall()
+            self.description, self.rowcount = cur.description, cur.rowcount
+        return self
+
+    def fetchall(self) -> list[Any]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class _Migrator:
+    """What a migration in annotate/schema.py gets on PostgreSQL: `execute` with the store's SQL."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        return self.conn.execute(sql, params)
+
+
+@functools.cache
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg.conninfo  # noqa: F401  (conninfo_to_dict)
+    except ImportError:
+        raise StoreError(f"PostgreSQL stores need psycopg: {EXTRA}") from None
+    return psycopg
+
+
+def _pool_module() -> Any:
+    try:
+        import psycopg_pool
+    except ImportError:
+        raise StoreError(f"PostgreSQL stores need psycopg_pool: {EXTRA}") from None
+    return psycopg_pool
+
+
+class PgDb:
+    """A PostgreSQL database holding one project's store: pooled connections, transactions, the
+    schema version, and the notifications of other servers' writes."""
+
+    dialect = "postgresql"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        project_dir: str | os.PathLike[str],
+        busy_timeout: float = BUSY_TIMEOUT_S,
+    ) -> None:
+        _psycopg()
+        _pool_module()
+        self.url = url
+        self.name = redact(url)
+        self.project_dir = Path(project_dir)
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._pool: Any = None
+        self._pid = os.getpid()
+        self._listeners: list[Callable[[], None]] = []
+        self._listening: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._migrate()
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        # A write waiting for the advisory lock longer than this is StoreBusyError; added to the
+        # URL's own `options` (e.g. `-csearch_path=…`), which a keyword would replace.
+        given = _psycopg().conninfo.conninfo_to_dict(self.url).get("options") or ""
+        return {
+            "autocommit": True,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "options": f"{given} -c lock_timeout={int(self.busy_timeout * 1000)}".strip(),
+        }
+
+    def _connect(self) -> Any:
+        try:
+            return _psycopg().connect(self.url, **self._connect_kwargs())
+        except _psycopg().Error as e:
+            raise self._translate(e) from None
+
+    def _pool_now(self) -> Any:
+        with self._lock:
+            if self._pool is None or self._pid != os.getpid():
+                # A forked child never uses its parent's pool (its threads did not survive).
+                self._pid = os.getpid()
+                self._closed.clear()
+                self._pool = _pool_module().ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=POOL_MAX,
+                    kwargs=self._connect_kwargs(),
+                    timeout=self.busy_timeout,
+                    num_workers=1,
+                    open=False,
+                    name="annotate",
+                )
+                self._pool.open(wait=False)
+            return self._pool
+
+    @contextlib.contextmanager
+    def _borrow(self) -> Iterator[Connection]:
+        pool = self._pool_now()
+        try:
+            with pool.connection() as raw:
+                yield Connection(raw, self._translate)
+        except _pool_module().PoolTimeout:
+            # The pool found no server within the timeout: say why, from a direct attempt.
+            self._connect().close()
+            raise StoreBusyError(self.name) from None
+
+    @property
+    def conn(self) -> Any:
+        """This thread's transaction's connection, else one that runs each statement on its
+        own (autocommit)."""
+        return self.connection()
+
+    def connection(self) -> Any:
+        tx = getattr(self._local, "tx", None)
+        return tx if tx is not None else _OneShot(self)
+
+    @property
+    def db(self) -> Any:
+        raise StoreError(f"{self.name}: sqlite-utils works on SQLite stores only")
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pid == os.getpid():
+            pool.close()
+        thread, self._listening = self._listening, None
+        if thread is not None:
+            thread.join(timeout=2)
+
+    # -- transactions -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool) -> Iterator[Any]:
+        """One transaction: writes serialised by the advisory lock, reads on one snapshot."""
+        with self._borrow() as conn:
+            raw = conn._raw
+            try:
+                if write:
+                    raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                else:
+                    raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            except _psycopg().Error as e:
+                with contextlib.suppress(_psycopg().Error):
+                    raw.execute("ROLLBACK")
+                raise self._translate(e) from None
+            self._local.tx = conn
+            try:
+                yield conn
+            except BaseException as e:
+                with contextlib.suppress(_psycopg().Error):
+                    raw.execute("ROLLBACK")
+                if isinstance(e, _psycopg().Error):
+                    raise self._translate(e) from None
+                raise
+            else:
+                try:
+                    raw.execute("COMMIT")
+                except _psycopg().Error as e:
+                    with contextlib.suppress(_psycopg().Error):
+                        raw.execute("ROLLBACK")
+                    raise self._translate(e) from None
+            finally:
+                self._local.tx = None
+
+    def notify(self, conn: Any) -> None:
+        """Wake the other servers at this transaction's commit (PostgreSQL sends one
+        notification per channel and transaction)."""
+        conn.execute(f"NOTIFY {CHANNEL}")
+
+    # -- errors -----------------------------------------------------------------------------
+
+    def _translate(self, error: BaseException) -> AnnotateError:
+        """The library error for a PostgreSQL error, naming the database without its password."""
+        psycopg = _psycopg()
+        state = getattr(error, "sqlstate", None) or ""
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        text = text.replace(self.url, self.name)
+        if isinstance(error, psycopg.OperationalError) and not state:
+            return StoreUnreachableError(self.name, text)
+        if state.startswith("08") or state in ("57P01", "57P02", "57P03", "3D000", "28P01"):
+            return StoreUnreachableError(self.name, text)
+        if state in ("55P03", "40P01", "40001"):  # lock timeout, deadlock, serialisation
+            return StoreBusyError(self.name)
+        if state in ("53100", "53200"):  # disk full, out of memory
+            return StoreFullError(self.name)
+        if state in ("25006", "42501"):  # a standby, no write permission
+            return StoreReadOnlyError(self.name, text)
+        return StoreError(f"{self.name}: {text}")
+
+    # -- the schema -------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        raw = self._connect()
+        try:
+            conn = Connection(raw, self._translate)
+            if self._version(conn) == schema.LATEST:
+                return
+            try:
+                raw.execute("BEGIN")
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                version = self._version(conn)
+                migrator = _Migrator(conn)
+                if version == 0:
+                    conn.execute(
+                        "CREATE TABLE schema_version (version BIGINT PRIMARY KEY, applied_at TEXT)"
+                    )
+                for target in range(version, schema.LATEST):
+                    schema.migrate(migrator, target)
+                    conn.execute(
+                        "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                        (target + 1, now()),
+                    )
+                raw.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(_psycopg().Error):
+                    raw.execute("ROLLBACK")
+                raise
+        except _psycopg().Error as e:
+            raise self._translate(e) from None
+        finally:
+            raw.close()
+
+    def _version(self, conn: Connection | Any) -> int:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            )
+        }
+        if "schema_version" not in tables:
+            if tables:
+                raise StoreCorruptError(
+                    self.name, "it holds other tables and was not written by mkdocs-annotate"
+                )
+            return 0
+        version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
+        if version > schema.LATEST:
+            raise NewerSchemaError(self.name, version, schema.LATEST)
+        if version == schema.LATEST and not tables >= schema.OWN_TABLES:
+            raise StoreCorruptError(self.name, "tables are missing")
+        return int(version)
+
+    @property
+    def schema_version(self) -> int:
+        with self._borrow() as conn:
+            return self._version(conn)
+
+    # -- other servers' writes --------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (from a background thread) after each commit with changes, from any
+        server on this database; returns the function that unsubscribes."""
+        with self._lock:
+            self._listeners.append(callback)
+            if self._listening is None or not self._listening.is_alive():
+                self._closed.clear()
+                self._listening = threading.Thread(
+                    target=self._listen, name="annotate-listen", daemon=True
+                )
+                self._listening.start()
+
+        def unsubscribe() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def _listen(self) -> None:
+        # Its own autocommit connection (LISTEN holds it); reconnects after losing the server.
+        psycopg = _psycopg()
+        while not self._closed.is_set():
+            try:
+                with psycopg.connect(self.url, **self._connect_kwargs()) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self._wake()  # anything missed while away
+                    while not self._closed.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            self._wake()
+            except psycopg.Error as e:
+                log.warning("%s: listening for changes failed (%s); polling", self.name, e)
+                self._closed.wait(1.0)
+
+    def _wake(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for callback in listeners:
+            try:
+                callback()
+            except Exception:  # a listener's bug must not stop the others' wake-ups
+                log.exception("change listener failed")
