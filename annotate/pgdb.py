@@ -262,7 +262,7 @@ class _Migrator:
 def _psycopg() -> Any:
     try:
         import psycopg
-        import psycopg.conninfo  # noqa: F401  (conninfo_to_dict)
+        import psycopg.conninfo
     except ImportError:
         raise StoreError(f"PostgreSQL stores need psycopg: {EXTRA}") from None
     return psycopg
@@ -343,14 +343,24 @@ class PgDb:
 
     @contextlib.contextmanager
     def _borrow(self) -> Iterator[Connection]:
-        pool = self._pool_now()
+        pools = _pool_module()
+        for attempt in range(2):
+            pool = self._pool_now()
+            try:
+                raw = pool.getconn()
+                break
+            except pools.PoolClosed:
+                # Another thread closed the store (`close`): this one goes on with a new pool.
+                if attempt:
+                    raise
+            except pools.PoolTimeout:
+                # No connection within the timeout: say why when the server is down.
+                self._connect().close()
+                raise StoreBusyError(self.name) from None
         try:
-            with pool.connection() as raw:
-                yield Connection(raw, self._translate)
-        except _pool_module().PoolTimeout:
-            # The pool found no server within the timeout: say why, from a direct attempt.
-            self._connect().close()
-            raise StoreBusyError(self.name) from None
+            yield Connection(raw, self._translate)
+        finally:
+            pool.putconn(raw)
 
     @property
     def conn(self) -> Any:

@@ -565,8 +565,8 @@ class Store:
                     "INSERT INTO pages (page_url, src_path, generated, updated_at) "
                     "VALUES (?, ?, ?, ?) ON CONFLICT(page_url) DO UPDATE SET "
                     "src_path = excluded.src_path, generated = excluded.generated, "
-                    "updated_at = excluded.updated_at WHERE src_path != excluded.src_path "
-                    "OR generated IS NOT excluded.generated",
+                    "updated_at = excluded.updated_at WHERE pages.src_path != excluded.src_path "
+                    "OR pages.generated IS NOT excluded.generated",
                     (url, path, generated, stamp),
                 )
 

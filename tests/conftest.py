@@ -94,7 +94,9 @@ class PgCluster:
         self.pg_ctl = str(bindir / "pg_ctl")
         self._run([str(bindir / "initdb"), "-A", "trust", "--no-sync", "-U", self.user, "-D",
                    str(self.data)])  # fmt: skip
-        options = f"-c fsync=off -c max_connections=300 -p {self.port} -k {self.folder} -h 127.0.0.1"
+        options = (
+            f"-c fsync=off -c max_connections=300 -p {self.port} -k {self.folder} -h 127.0.0.1"
+        )
         self._run([self.pg_ctl, "-w", "-D", str(self.data), "-l", str(self.folder / "log"),
                    "-o", options, "start"])  # fmt: skip
         self.url = f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
@@ -145,7 +147,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
-    """"sqlite" or "postgresql" (see `pytest_generate_tests`)."""
+    """ "sqlite" or "postgresql" (see `pytest_generate_tests`)."""
     return str(getattr(request, "param", "sqlite"))
 
 

@@ -15,6 +15,9 @@ from annotate.store import Store
 
 from .conftest import element_note, text_note
 
+# Each test using the `store` fixture runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 FIXED = datetime(2026, 11, 21, 9, 30, tzinfo=timezone.utc)
 
 

@@ -14,6 +14,9 @@ from annotate.store import Store
 
 from .conftest import element_note, text_note
 
+# Each test using the `store` fixture runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 FIXTURE = Path(__file__).parent / "fixtures" / "inline-review.json"
 
 

@@ -11,6 +11,9 @@ from annotate.store import Store
 
 from .conftest import element_note, text_note
 
+# Each test using the `store` fixture runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 
 def at(store: Store, status: str, make: Callable[..., dict] = text_note) -> str:
     """An item brought to `status` through legal moves."""

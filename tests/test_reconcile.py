@@ -12,6 +12,9 @@ from annotate import sourcemap
 from annotate.export import render
 from annotate.store import Store
 
+# Each test taking `db_url` runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 PAGE = """\
 # Install
 
@@ -53,8 +56,8 @@ def quote(selected: str, prefix: str = "", suffix: str = "") -> dict:
     }
 
 
-def test_source_on_create(project: Path) -> None:
-    store = annotate.open(project)
+def test_source_on_create(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     # Rendered text: the browser shows no backticks and no asterisks.
     a = store.add_annotation(
         quote("Run pip install mkdocs-annotate in a shell, then add the plugin to your mkdocs.yml")
@@ -66,8 +69,8 @@ def test_source_on_create(project: Path) -> None:
     assert a.anchor_score is not None and a.anchor_score >= 90
 
 
-def test_theme_text_has_no_source(project: Path) -> None:
-    store = annotate.open(project)
+def test_theme_text_has_no_source(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(quote("Made with Material for MkDocs"))
     assert a.source is None
     assert a.anchor_state == "anchored"
@@ -75,8 +78,8 @@ def test_theme_text_has_no_source(project: Path) -> None:
     assert b.source is None
 
 
-def test_lines_added_above_move_the_source(project: Path) -> None:
-    store = annotate.open(project)
+def test_lines_added_above_move_the_source(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
     assert a.source.line_start == 13
     page = project / "docs" / "install.md"
@@ -89,8 +92,8 @@ def test_lines_added_above_move_the_source(project: Path) -> None:
     assert ("anchor", a.id) in {(e["action"], e["id"]) for e in events}
 
 
-def test_small_edit_inside_the_quote_stays_anchored(project: Path) -> None:
-    store = annotate.open(project)
+def test_small_edit_inside_the_quote_stays_anchored(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(
         quote("Use pipx when you want the tool isolated from your other packages.")
     )
@@ -102,8 +105,8 @@ def test_small_edit_inside_the_quote_stays_anchored(project: Path) -> None:
     assert got.anchor_score < 100
 
 
-def test_rewritten_text_is_stale_and_keeps_last_lines(project: Path) -> None:
-    store = annotate.open(project)
+def test_rewritten_text_is_stale_and_keeps_last_lines(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(
         quote("Use pipx when you want the tool isolated from your other packages.")
     )
@@ -119,8 +122,8 @@ def test_rewritten_text_is_stale_and_keeps_last_lines(project: Path) -> None:
     assert [x.id for x in store.list_annotations(anchor_state="stale")] == [a.id]
 
 
-def test_replaced_text_reanchors(project: Path) -> None:
-    store = annotate.open(project)
+def test_replaced_text_reanchors(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(
         quote("Use pipx when you want the tool isolated from your other packages.")
     )
@@ -138,8 +141,8 @@ def test_replaced_text_reanchors(project: Path) -> None:
     assert done.anchor_state == "anchored" and done.status == "addressed"
 
 
-def test_deleted_file_orphans(project: Path) -> None:
-    store = annotate.open(project)
+def test_deleted_file_orphans(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
     (project / "docs" / "install.md").unlink()
     got = store.get_annotation(a.id)
@@ -148,15 +151,15 @@ def test_deleted_file_orphans(project: Path) -> None:
     assert [x.id for x in store.list_annotations()] == [a.id]
 
 
-def test_renamed_file_orphans(project: Path) -> None:
-    store = annotate.open(project)
+def test_renamed_file_orphans(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
     (project / "docs" / "install.md").rename(project / "docs" / "setup.md")
     assert store.get_annotation(a.id).anchor_state == "orphaned"
 
 
-def test_page_now_built_from_another_file(project: Path) -> None:
-    store = annotate.open(project)
+def test_page_now_built_from_another_file(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
     (project / "docs" / "install").mkdir()
     (project / "docs" / "install.md").rename(project / "docs" / "install" / "index.md")
@@ -164,8 +167,10 @@ def test_page_now_built_from_another_file(project: Path) -> None:
     assert (got.anchor_state, got.source.path) == ("anchored", "docs/install/index.md")
 
 
-def test_unchanged_files_cost_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = annotate.open(project)
+def test_unchanged_files_cost_nothing(
+    project: Path, db_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = annotate.open(project, db=db_url)
     for i in range(5):
         store.add_annotation(quote("Use pipx when you want the tool isolated", suffix=str(i)))
     calls: list[str] = []
@@ -184,22 +189,22 @@ def test_unchanged_files_cost_nothing(project: Path, monkeypatch: pytest.MonkeyP
     assert len(calls) == 5
 
 
-def test_registered_pages_win(project: Path) -> None:
+def test_registered_pages_win(project: Path, db_url: str | None) -> None:
     (project / "docs" / "other.md").write_text(
         "# Other\n\nUse pipx when you want the tool isolated.\n"
     )
-    store = annotate.open(project)
+    store = annotate.open(project, db=db_url)
     store.register_pages({"/install/": "docs/other.md"})
     a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
     assert (a.source.path, a.source.line_start) == ("docs/other.md", 3)
 
 
 def test_paths_outside_the_project_are_never_read(
-    project: Path, tmp_path_factory: pytest.TempPathFactory
+    project: Path, tmp_path_factory: pytest.TempPathFactory, db_url: str | None
 ) -> None:
     outside = tmp_path_factory.mktemp("outside") / "secret.md"
     outside.write_text("Use pipx when you want the tool isolated\n")
-    store = annotate.open(project)
+    store = annotate.open(project, db=db_url)
     store.register_pages({"/a/": str(outside), "/b/": "../" + outside.name})
     (project / "docs" / "link.md").symlink_to(outside)
     store.register_pages({"/c/": "docs/link.md"})
@@ -222,15 +227,15 @@ def test_docs_dir_from_mkdocs_yml(tmp_path: Path) -> None:
     assert (a.source.path, a.source.line_start) == ("content/guide/index.md", 3)
 
 
-def test_reconcile_all(project: Path) -> None:
-    store = annotate.open(project)
+def test_reconcile_all(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     store.add_annotation(quote("Use pipx when you want the tool isolated"))
     assert store.reconcile() == 0
     assert store.reconcile(force=True) == 1
 
 
-def test_prepare_page_parses_ahead_of_the_first_note(project: Path) -> None:
-    store = annotate.open(project)
+def test_prepare_page_parses_ahead_of_the_first_note(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
     (project / "docs" / "install.md").write_text(PAGE + "\nA page nobody parsed yet.\n")
     assert store.prepare_page("/missing/") is False
     assert store.prepare_page("/install/") is True
@@ -241,12 +246,12 @@ def test_prepare_page_parses_ahead_of_the_first_note(project: Path) -> None:
     store.close()
 
 
-def test_anchoring_a_page_prepares_its_markdown(project: Path) -> None:
+def test_anchoring_a_page_prepares_its_markdown(project: Path, db_url: str | None) -> None:
     from starlette.testclient import TestClient
 
     from annotate.web import create_app
 
-    store = annotate.open(project)
+    store = annotate.open(project, db=db_url)
     (project / "docs" / "install.md").write_text(PAGE + "\nAnother edit nobody parsed.\n")
     with TestClient(create_app(store, token="t" * 32), base_url="http://127.0.0.1") as client:
         answer = client.post(
@@ -261,8 +266,11 @@ def test_anchoring_a_page_prepares_its_markdown(project: Path) -> None:
     store.close()
 
 
-def test_prepare_page_parses_a_file_again_only_after_it_changed(project: Path) -> None:
-    store = annotate.open(project)
+def test_prepare_page_parses_a_file_again_only_after_it_changed(
+    project: Path, db_url: str | None
+) -> None:
+    store = annotate.open(project, db=db_url)
+    sourcemap._haystack.cache_clear()  # the other backend's run parsed the same texts
     md = project / "docs" / "install.md"
     touch_write(md, PAGE + "\nOne more line.\n")
     assert store.prepare_page("/install/")

@@ -11,6 +11,9 @@ from annotate.store import Store
 
 from .conftest import element_note, text_note
 
+# Each test using the `store` fixture runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 
 def refused(store: Store, data: Any, field: str, message: str) -> None:
     with pytest.raises(annotate.ValidationError) as e:
