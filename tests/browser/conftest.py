@@ -46,15 +46,18 @@ class Server:
     """`annotate serve SITE --project PROJECT` in a thread: the same wiring as
     `annotate.web.server.serve`, with a stop that also ends pending long-polls."""
 
-    def __init__(self, project: Path, site: Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, project: Path, site: Path, *, read_only: bool = False, db: str | None = None
+    ) -> None:
         self.project = project
         self.site = site
         self.read_only = read_only
+        self.db = db  # another store than the project's file (a PostgreSQL URL)
         self.port = 0
         self._thread: threading.Thread | None = None
 
     def start(self) -> Server:
-        self.store = annotate.open(self.project)
+        self.store = annotate.open(self.project, db=self.db)
         sock = bind("127.0.0.1", self.port)
         self.port = sock.getsockname()[1]
         self.sock = sock
