@@ -1,6 +1,10 @@
 """How fast the store stays as it grows (issue #2): create, get, list one page, reply, export.
 
     .venv/bin/python benchmarks/store.py [--sizes 1000,10000,100000]
+    .venv/bin/python benchmarks/store.py --sizes 1000,10000 --db postgresql://USER@HOST/DB
+
+With `--db URL`: the same verbs on SQLite and on PostgreSQL (a fresh schema in that database,
+dropped afterwards) in one run, medians side by side, instead of the JSON-file baseline.
 
 Each size gets a fresh project in a temp dir: a `docs/` folder of Markdown pages, registered the way
 the MkDocs plugin registers them, and a store pre-filled in one bulk transaction (`Store.insert_raw`)
@@ -330,15 +334,18 @@ def measure(
     return times
 
 
-def prefill(project: Path, n: int, rng: random.Random) -> tuple[annotate.Store, dict[str, Any]]:
+def prefill(
+    project: Path, n: int, rng: random.Random, db: str | None = None
+) -> tuple[annotate.Store, dict[str, Any]]:
     pages = make_pages(n)
     annotations, notes, replies = prefill_rows(n, rng, pages)
     write_project(project, pages)
-    store = annotate.open(project)
+    store = annotate.open(project, db=db)
     # The rows say where each note is and when its file was last checked, as if reconciliation had
     # run since the files were written: reads then find nothing to re-locate (the steady state).
     # Columns this version of the schema lacks are left out.
-    columns = set(store.db["annotations"].columns_dict)
+    described = store.conn.execute("SELECT * FROM annotations LIMIT 0").description
+    columns = {d[0] for d in described}
     mtimes = {page.path: (project / page.path).stat().st_mtime for page in pages}
     for row in annotations:
         if row["type"] == "text":
@@ -363,13 +370,14 @@ def prefill(project: Path, n: int, rng: random.Random) -> tuple[annotate.Store, 
     }
 
 
-def bench_size(n: int, folder: Path) -> dict[str, Any]:
-    rng = random.Random(SEED + n)
-    store, data = prefill(folder / f"site-{n}", n, rng)
+def measure_verbs(
+    store: annotate.Store, data: dict[str, Any], rng: random.Random
+) -> tuple[dict[str, list[float]], list[annotate.Annotation]]:
+    """Each verb's times (ms) on a prefilled store, and the notes the create runs made."""
     pages: list[Page] = data["pages"]
     busy = pages[0].url
     ids = [a["id"] for a in data["annotations"]]
-    assert len(store.list_annotations(busy)) == min(BUSY_PAGE_ITEMS, n)
+    assert len(store.list_annotations(busy)) == min(BUSY_PAGE_ITEMS, len(ids))
 
     ours: dict[str, list[float]] = {}
     # New notes land on the other pages, so the busy page keeps exactly BUSY_PAGE_ITEMS.
@@ -399,7 +407,18 @@ def bench_size(n: int, folder: Path) -> dict[str, Any]:
     ours["reply"] = measure(
         lambda: store.add_agent_reply(rng.choice(ids), words(rng, 5, 25)), RUNS["reply"]
     )
-    ours["export"] = measure(lambda: render(store, "markdown"), EXPORT_RUNS.get(n, 3))
+    ours["export"] = measure(lambda: render(store, "markdown"), EXPORT_RUNS.get(len(ids), 3))
+    return ours, created
+
+
+def bench_size(n: int, folder: Path) -> dict[str, Any]:
+    rng = random.Random(SEED + n)
+    store, data = prefill(folder / f"site-{n}", n, rng)
+    pages: list[Page] = data["pages"]
+    others = pages[1:]
+    busy = pages[0].url
+    ids = [a["id"] for a in data["annotations"]]
+    ours, created = measure_verbs(store, data, rng)
     anchors = store.summary().anchor_states
     db_bytes = store.path.stat().st_size
     store.close()
@@ -507,9 +526,16 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(str(s) for s in DEFAULT_SIZES),
         help="comma-separated store sizes (annotations), default %(default)s",
     )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="also run every verb on this PostgreSQL database (in a fresh schema) and compare",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     print(describe())
+    if args.db:
+        return compare_backends(sizes, args.db)
     results = []
     with tempfile.TemporaryDirectory(prefix="annotate-bench-") as folder:
         for n in sizes:
@@ -520,6 +546,49 @@ def main(argv: list[str] | None = None) -> int:
     for line in checks:
         print(line)
     return 1 if any(line.endswith("MISSED") for line in checks) else 0
+
+
+def compare_backends(sizes: list[int], url: str) -> int:
+    """SQLite against PostgreSQL: the same prefill and verbs, medians per verb, one run."""
+    import secrets
+
+    import psycopg
+
+    schema = f"bench_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    joiner = "&" if "?" in url else "?"
+    head = f"{'size':>8}  {'operation':<30} {'SQLite p50':>11} {'PG p50':>9} {'PG/SQLite':>10}"
+    lines = [head, "-" * len(head)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="annotate-bench-") as folder:
+            for n in sizes:
+                measured = {}
+                for name, db in (
+                    ("sqlite", None),
+                    ("postgresql", f"{url}{joiner}options=-csearch_path%3D{schema}_{n}"),
+                ):
+                    if db is not None:
+                        with psycopg.connect(url, autocommit=True) as conn:
+                            conn.execute(f"CREATE SCHEMA {schema}_{n}")
+                    print(f"… {n:,} annotations on {name}", file=sys.stderr, flush=True)
+                    rng = random.Random(SEED + n)
+                    store, data = prefill(Path(folder) / f"{name}-{n}", n, rng, db)
+                    measured[name] = measure_verbs(store, data, rng)[0]
+                    store.close()
+                for op, times in measured["sqlite"].items():
+                    pg = measured["postgresql"][op]
+                    lines.append(
+                        f"{n:>8,}  {LABELS[op]:<30} {p(times, 50):>11.3f} {p(pg, 50):>9.3f} "
+                        f"{p(pg, 50) / p(times, 50):>10.2f}"
+                    )
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            for n in sizes:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema}_{n} CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":
