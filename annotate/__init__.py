@@ -29,6 +29,7 @@ from .errors import (
     StoreFullError,
     StoreGoneError,
     StoreReadOnlyError,
+    StoreUnreachableError,
     ValidationError,
 )
 from .models import (
@@ -75,6 +76,7 @@ __all__ = [
     "StoreFullError",
     "StoreGoneError",
     "StoreReadOnlyError",
+    "StoreUnreachableError",
     "Summary",
     "TextPosition",
     "TextQuote",
