@@ -771,6 +771,7 @@ def serve(
     help="Seconds to wait for the dev server to listen.",
 )
 @project_option
+@db_option
 @click.option("--read-only", is_flag=True, help="Show the review without accepting changes.")
 def proxy(
     command: tuple[str, ...],
@@ -780,6 +781,7 @@ def proxy(
     allow_remote_upstream: bool,
     timeout: float,
     project: str | None,
+    db: str | None,
     read_only: bool,
 ) -> None:
     """Review any dev server's pages: start CMD (zensical serve, mkdocs serve, hugo server --port
@@ -798,6 +800,7 @@ def proxy(
             allow_remote_upstream=allow_remote_upstream,
             timeout=timeout,
             echo=_echo_now,
+            db=db or None,
         )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None

@@ -158,8 +158,10 @@ def run(
     allow_remote_upstream: bool = False,
     timeout: float = 60.0,
     echo: Callable[[str], None] = print,
+    db: str | None = None,
 ) -> int:
-    """Proxy a dev server until interrupted; the exit code (the dev server's when it stopped)."""
+    """Proxy a dev server until interrupted; the exit code (the dev server's when it stopped).
+    `db`: another store than the project's file (an SQLite file or a `postgresql://` URL)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     if not command and not upstream_url:
         raise ValidationError(
@@ -167,7 +169,7 @@ def run(
             "address of a running one (--upstream http://127.0.0.1:8001)",
             "upstream",
         )
-    store = open_store(project)
+    store = open_store(project, db=db)
     token = TokenFile(project)
     sock = bind(host, port)
     process: subprocess.Popen[bytes] | None = None

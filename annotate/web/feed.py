@@ -10,6 +10,7 @@ annotate/pgdb.py): the notification only wakes, the change table answers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -76,17 +77,25 @@ class ChangeFeed:
         deadline = time.monotonic() + timeout
         self._subscribe()
         event = asyncio.Event()
-        loop = asyncio.get_running_loop()
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None  # not on asyncio (trio): polling alone
 
         def wake() -> None:
-            loop.call_soon_threadsafe(event.set)
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(event.set)
 
         with self._lock:
             self._waiters.add(wake)
         try:
             while (left := deadline - time.monotonic()) > 0 and not self.closing:
                 with anyio.move_on_after(min(self.interval, left)):
-                    await event.wait()
+                    if loop is None:
+                        await anyio.sleep(left)
+                    else:
+                        await event.wait()
                 event.clear()
                 if self.closing or await run_in_threadpool(self.latest) > cursor:
                     return
