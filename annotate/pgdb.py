@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -339,6 +340,8 @@ class PgDb:
                     name="annotate",
                 )
                 self._pool.open(wait=False)
+                # A store dropped without close() gives its connections back.
+                weakref.finalize(self, self._pool.close).atexit = False
             return self._pool
 
     @contextlib.contextmanager

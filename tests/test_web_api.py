@@ -20,6 +20,9 @@ from annotate.web import create_app
 from .conftest import element_note, text_note
 from .test_lifecycle import TABLE as LIFECYCLE
 
+# Each test using the `store` fixture runs on both (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
+
 TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
 DOCS = Path(__file__).parent.parent / "docs"
@@ -491,11 +494,14 @@ def test_changes(client: TestClient, store: Store) -> None:
     assert 0.25 < time.monotonic() - started < 1.5
 
 
-def test_changes_long_poll_wakes_on_write(client: TestClient, store: Store) -> None:
+def test_changes_long_poll_wakes_on_write(
+    client: TestClient, store: Store, db_url: str | None
+) -> None:
     id = at(store, "open")
     cursor = client.get(f"{API}/changes").json()["cursor"]
     # Another connection writes while the request waits (another process is in test_web_server).
-    writer = threading.Timer(0.3, lambda: annotate.Store(store.path).add_agent_reply(id, "Done"))
+    other = annotate.open(store.project_dir, db=db_url)  # the same store, its own connections
+    writer = threading.Timer(0.3, lambda: other.add_agent_reply(id, "Done"))
     started = time.monotonic()
     writer.start()
     r = client.get(f"{API}/changes?since={cursor}")
@@ -504,6 +510,7 @@ def test_changes_long_poll_wakes_on_write(client: TestClient, store: Store) -> N
     assert [(e["id"], e["action"]) for e in r.json()["events"]] == [(id, "agent_reply")]
     assert r.json()["cursor"] > cursor
     assert 0.25 < elapsed < 1.0
+    other.close()
 
 
 @pytest.mark.parametrize(
