@@ -8,9 +8,9 @@ release and is refused rather than misread.
 PostgreSQL (annotate/pgdb.py) has the same versions. The first four, written with sqlite-utils,
 have their PostgreSQL DDL in `POSTGRES`; every later migration runs on both as it is, so it may
 only call `db.execute(sql)` with SQL both accept (`?` placeholders, `CREATE TABLE` / `ALTER TABLE
-… ADD COLUMN` with the types `TEXT`, `BIGINT`, `DOUBLE PRECISION`; `db.dialect` says which
-database it is, "sqlite" or "postgresql"). On PostgreSQL the item tables have an identity column
-named `rowid`, so `ORDER BY rowid` keeps meaning creation order there.
+… ADD COLUMN` with the types `TEXT`, `BIGINT`, `DOUBLE PRECISION`; `dialect(db)` says which
+database it is, `serial(db)` spells an increasing key for a new table). On PostgreSQL the item
+tables have an identity column named `rowid`, so `ORDER BY rowid` keeps meaning creation order.
 """
 
 from __future__ import annotations
@@ -42,12 +42,20 @@ SQL_TYPES: dict[str, str] = {
     "number": "DOUBLE PRECISION",
 }
 
-__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "POSTGRES", "dialect", "migrate"]
+__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "POSTGRES", "dialect", "migrate", "serial"]
 
 
 def dialect(db: Any) -> str:
-    """ "sqlite" (a sqlite_utils.Database) or "postgresql" (annotate/pgdb.py's migrator)."""
+    """`"sqlite"` (a sqlite_utils.Database) or `"postgresql"` (annotate/pgdb.py's migrator)."""
     return str(getattr(db, "dialect", "sqlite"))
+
+
+def serial(db: Any, column: str = "seq") -> str:
+    """The DDL of an increasing integer key for a new table (numbered in insertion order), in the
+    spelling of `db`'s dialect: `CREATE TABLE t ({serial(db)}, …)` in a migration."""
+    if dialect(db) == "sqlite":
+        return f"{column} INTEGER PRIMARY KEY AUTOINCREMENT"
+    return f"{column} BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
 
 
 def _initial(db: sqlite_utils.Database) -> None:

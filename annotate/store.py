@@ -191,7 +191,7 @@ class Store:
 
     @property
     def dialect(self) -> str:
-        """ "sqlite" or "postgresql"."""
+        """`"sqlite"` or `"postgresql"`."""
         return self._file.dialect
 
     def _tx(self, write: bool) -> contextlib.AbstractContextManager[sqlite3.Connection]:

@@ -81,6 +81,7 @@ def test_forward_migration_runs_once(
         # A later migration: plain SQL both databases accept, run as it is on PostgreSQL.
         calls.append(schema.dialect(db))
         db.execute("ALTER TABLE annotations ADD COLUMN label TEXT")
+        db.execute(f"CREATE TABLE labels ({schema.serial(db)}, name TEXT NOT NULL)")
 
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_label])
     monkeypatch.setattr(schema, "LATEST", schema.LATEST + 1)
@@ -88,6 +89,11 @@ def test_forward_migration_runs_once(
     assert new.schema_version == schema.LATEST
     assert new.get_annotation(a.id).note == a.note  # data kept
     assert new.conn.execute("SELECT label FROM annotations").fetchall() == [(None,)]
+    new.conn.execute("INSERT INTO labels (name) VALUES (?), (?)", ("a", "b"))
+    assert new.conn.execute("SELECT seq, name FROM labels ORDER BY seq").fetchall() == [
+        (1, "a"),
+        (2, "b"),
+    ]
     annotate.open(project, db=pg_url).close()
     assert calls == ["postgresql"]
     new.close()
@@ -227,3 +233,17 @@ def test_redact() -> None:
     assert pgdb.redact("postgresql://a:pw@h:5/d?x=1") == "postgresql://a:***@h:5/d?x=1"
     assert pgdb.redact("postgresql://a@h/d") == "postgresql://a@h/d"
     assert pgdb.redact("postgres://:pw@[::1]/d") == "postgres://***@[::1]/d"
+
+
+def test_serial_key_on_sqlite() -> None:
+    import sqlite3
+
+    import sqlite_utils
+
+    db = sqlite_utils.Database(sqlite3.connect(":memory:"))
+    db.execute(f"CREATE TABLE labels ({schema.serial(db)}, name TEXT NOT NULL)")
+    db.execute("INSERT INTO labels (name) VALUES (?), (?)", ("a", "b"))
+    assert db.execute("SELECT seq, name FROM labels ORDER BY seq").fetchall() == [
+        (1, "a"),
+        (2, "b"),
+    ]
