@@ -55,6 +55,7 @@ CHANNEL = "annotate_changes"
 WRITE_LOCK = 0x616E6E6F  # "anno"
 POOL_MAX = 10
 CONNECT_TIMEOUT_S = 5
+CLOSED_RETRIES = 10
 EXTRA = "pip install 'mkdocs-annotate[postgres]'"
 
 
@@ -347,15 +348,16 @@ class PgDb:
     @contextlib.contextmanager
     def _borrow(self) -> Iterator[Connection]:
         pools = _pool_module()
-        for attempt in range(2):
+        for attempt in range(CLOSED_RETRIES + 1):
             pool = self._pool_now()
             try:
                 raw = pool.getconn()
                 break
             except pools.PoolClosed:
-                # Another thread closed the store (`close`): this one goes on with a new pool.
-                if attempt:
-                    raise
+                # Another thread closed the store (`close`, as each thread of a server may):
+                # this one goes on with a new pool.
+                if attempt == CLOSED_RETRIES:
+                    raise StoreError(f"{self.name}: closed while in use") from None
             except pools.PoolTimeout:
                 # No connection within the timeout: say why when the server is down.
                 self._connect().close()
