@@ -17,6 +17,7 @@ __all__ = [
     "INTENTS",
     "STATUSES",
     "Annotation",
+    "Build",
     "ElementSelector",
     "PageNote",
     "PageSource",
@@ -187,6 +188,26 @@ class PageSource:
         return {"path": self.path}
 
 
+@dataclass(frozen=True, slots=True)
+class Build:
+    """The build of the docs a note was made on (annotate/build.py): a branch and a commit,
+    either unknown (None) but not both.
+
+    On a note, `anchored_on` is the commit of a newer build of the same branch whose Markdown the
+    note was located in again (None while it was only ever read on its own build).
+    """
+
+    branch: str | None
+    commit: str | None
+    anchored_on: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"branch": self.branch, "commit": self.commit}
+        if self.anchored_on:
+            out["anchoredOn"] = self.anchored_on
+        return out
+
+
 @dataclass(slots=True)
 class Annotation:
     id: str
@@ -209,6 +230,8 @@ class Annotation:
     original_source: Source | None = None
     anchor_state: AnchorState = "anchored"
     anchor_score: float | None = None
+    # The build the note was made on (annotate/build.py), and where it was located again.
+    build: Build | None = None
     replies: tuple[Reply, ...] = ()
     author: str | None = None
     in_progress_at: str | None = None
@@ -274,6 +297,7 @@ class PageNote:
     resolved_at: str | None = None
     # The page's Markdown file, when known (from the plugin's page record or mkdocs.yml).
     source: PageSource | None = None
+    build: Build | None = None
 
     kind = "page_note"
 

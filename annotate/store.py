@@ -28,6 +28,7 @@ from typing import Any, Literal, overload
 
 import sqlite_utils
 
+from . import build as builds
 from . import pages, reconcile, sourcemap, urls
 from . import validation as validate
 from .dbfile import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, DbFile, now
@@ -47,6 +48,7 @@ from .models import (
     ANCHOR_STATES,
     STATUSES,
     Annotation,
+    Build,
     ElementSelector,
     PageNote,
     PageSource,
@@ -106,14 +108,21 @@ def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
     return Path(project) / DEFAULT_DIR / DEFAULT_FILE
 
 
-def open(project: str | os.PathLike[str] | None = None) -> Store:
+def open(
+    project: str | os.PathLike[str] | None = None,
+    *,
+    build: Build | Mapping[str, Any] | Literal["auto"] | None = None,
+) -> Store:
     """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing.
 
     The project is found upwards from `project`, or from the current folder when it is None
-    (`annotate.project.find_project`): never a new store inside `docs/`.
+    (`annotate.project.find_project`): never a new store inside `docs/`. `build`: the build the
+    notes made through this store belong to (`Store.build`); `"auto"` reads it as `annotate
+    serve` does (`annotate.build.current`: the environment, else git in the project).
     """
     root = find_project(project)
-    return Store(project_db_path(root), project_dir=root)
+    found = builds.current(root) if build == "auto" else builds.of(build)
+    return Store(project_db_path(root), project_dir=root, build=found)
 
 
 class Store:
@@ -131,8 +140,12 @@ class Store:
         *,
         project_dir: str | os.PathLike[str] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
+        build: Build | None = None,
     ) -> None:
         self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
+        # The build being served (annotate/build.py): new notes record it, and notes made on
+        # another commit of its branch are located again in its Markdown and say so.
+        self.build = build
         self.path = self._file.path
         self.project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
@@ -201,22 +214,40 @@ class Store:
     ) -> list[dict[str, Any]]:
         """The rows `scope` selects whose Markdown file changed since their last check."""
         live = f"FROM ({scope}) WHERE anchor_state != 'removed'"
+        behind = self._behind(conn, live, params)
         groups = conn.execute(
             f"SELECT source_file, source_mtime {live} GROUP BY source_file, source_mtime", params
         ).fetchall()
         if not groups:
-            return []
+            return behind
         locator = self._locator()
         changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
         if not changed:
-            return []
+            return behind
         files = sorted(f for f in changed if f is not None)
         marks = ",".join("?" * len(files))
         nulls = "source_file IS NULL" if None in changed else "0"
-        return _query(
+        rows = _query(
             conn,
             f"SELECT * {live} AND (source_file IN ({marks}) OR {nulls})",
             [*params, *files],
+        )
+        seen = {r["id"] for r in rows}
+        return rows + [r for r in behind if r["id"] not in seen]
+
+    def _behind(
+        self, conn: sqlite3.Connection, live: str, params: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        """The rows made on another commit of the served build's branch and not yet located in
+        this one (`reconcile._newer_build` says the same of one row)."""
+        build = self.build
+        if build is None or build.branch is None or build.commit is None:
+            return []
+        return _query(
+            conn,
+            f"SELECT * {live} AND build_branch = ? AND build_commit IS NOT NULL "
+            "AND coalesce(anchored_on, build_commit) != ?",
+            [*params, build.branch, build.commit],
         )
 
     def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
@@ -331,6 +362,12 @@ class Store:
         sets = ", ".join(f"{k} = ?" for k in values)
         conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), id))
 
+    def _build_columns(self) -> dict[str, Any]:
+        """The columns of a new note that say which build it was made on (`self.build`)."""
+        if self.build is None:
+            return {}
+        return {"build_branch": self.build.branch, "build_commit": self.build.commit}
+
     def _insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
         cols = ", ".join(values)
         marks = ", ".join("?" * len(values))
@@ -356,6 +393,7 @@ class Store:
             "anchor_state": "anchored",
             "created_at": stamp,
             "updated_at": stamp,
+            **self._build_columns(),
         }
         blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
         update = reconcile.plan([blank | row], self._locator(), force=True)
@@ -386,6 +424,7 @@ class Store:
         include_resolved: bool = ...,
         limit: int | None = ...,
         offset: int = ...,
+        branch: str | None = ...,
         as_json: Literal[False] = ...,
     ) -> list[Annotation]: ...
 
@@ -400,6 +439,7 @@ class Store:
         include_resolved: bool = ...,
         limit: int | None = ...,
         offset: int = ...,
+        branch: str | None = ...,
         as_json: Literal[True],
     ) -> str: ...
 
@@ -413,6 +453,7 @@ class Store:
         include_resolved: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        branch: str | None = None,
         as_json: bool = False,
     ) -> list[Annotation] | str:
         """Annotations in creation order; resolved ones only when asked for (by status or flag).
@@ -431,6 +472,7 @@ class Store:
             include_resolved=include_resolved,
             limit=limit,
             offset=offset,
+            branch=branch,
         )
         where, params = found.where()
         page, window = found.page()
@@ -585,7 +627,7 @@ class Store:
         rows = [r for r in rows if r["anchor_state"] != "removed"]
         if not rows:
             return 0
-        updates = reconcile.plan(rows, self._locator(), force=force)
+        updates = reconcile.plan(rows, self._locator(), force=force, build=self.build)
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
@@ -614,7 +656,9 @@ class Store:
         an unchanged file.
         """
         planned = {**row, **values}
-        update = reconcile.plan([planned], self._locator(), force=force).get(row["id"])
+        update = reconcile.plan([planned], self._locator(), force=force, build=self.build).get(
+            row["id"]
+        )
         if not update:
             return False
         values.update(update)
@@ -921,6 +965,7 @@ class Store:
             "status": "open",
             "created_at": stamp,
             "updated_at": stamp,
+            **self._build_columns(),
         }
         with self._tx(write=True) as conn:
             self._insert(conn, "page_notes", row)
@@ -938,12 +983,14 @@ class Store:
         status: str | Iterable[str] | None = None,
         *,
         include_resolved: bool = False,
+        branch: str | None = None,
     ) -> list[PageNote]:
         """Page notes in creation order, filtered as `list_annotations` filters."""
         found = Filter.of(
             None if page_url is None else self.page_url(page_url),
             status,
             include_resolved=include_resolved,
+            branch=branch,
         )
         where, params = found.where()
         with self._tx(write=False) as conn:
@@ -1302,6 +1349,7 @@ def _element(stored: str) -> ElementSelector:
 
 # Rows to objects, generated from the field table (annotate/fields.py): one constructor call each.
 _DECODING = {
+    "Build": Build,
     "TextQuote": TextQuote,
     "TextPosition": TextPosition,
     "Source": Source,

@@ -240,6 +240,7 @@ def _schemas() -> dict[str, Any]:
         "ElementSelector": _ref("ElementSelector"),
         "Source": _ref("Source"),
         "PageSource": _object({"path": string}, ["path"]),
+        "Build": _ref("Build"),
         "Reply": _ref("Reply"),
     }
     annotation = _answer(ANNOTATION, composites)
@@ -458,6 +459,11 @@ def _schemas() -> dict[str, Any]:
         "Position": position,
         "ElementSelector": element,
         "Source": source,
+        # annotate/build.py; `anchoredOn` only once located again on a newer build.
+        "Build": _object(
+            {"branch": nullable_string, "commit": nullable_string, "anchoredOn": string},
+            ["branch", "commit"],
+        ),
         "Annotation": annotation,
         "PageNote": page_note,
         "AnnotationInput": annotation_input,
