@@ -19,14 +19,25 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import ValidationError
 from .models import Build
 
-__all__ = ["ENV_BRANCH", "ENV_COMMIT", "Build", "current", "from_git", "short_commit"]
+__all__ = [
+    "ENV_BRANCH",
+    "ENV_COMMIT",
+    "Build",
+    "BuildSource",
+    "Current",
+    "current",
+    "from_git",
+    "short_commit",
+]
 
 ENV_BRANCH = "ANNOTATE_BUILD_BRANCH"
 ENV_COMMIT = "ANNOTATE_BUILD_COMMIT"
@@ -34,6 +45,9 @@ ENV_COMMIT = "ANNOTATE_BUILD_COMMIT"
 # GITHUB_REF_NAME is `123/merge`).
 CI_BRANCH = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME")
 GIT_TIMEOUT_S = 2.0
+# How long `Current` trusts what it read: a server or an MCP session outlives commits and branch
+# switches in its checkout, and a read path should not start git each time.
+REREAD_S = 2.0
 SHORT = 12
 MAX_NAME = 200
 _HEX = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -104,3 +118,26 @@ def current(project: str | os.PathLike[str], env: Mapping[str, str] | None = Non
             branch = branch or found.branch
             commit = commit or found.commit
     return make(branch, commit)
+
+
+class Current:
+    """`current(project)`, read again once `REREAD_S` seconds have passed since the last read."""
+
+    def __init__(self, project: str | os.PathLike[str], env: Mapping[str, str] | None = None):
+        self.project = Path(project)
+        self.env = env
+        self._lock = threading.Lock()
+        self._read_at = -REREAD_S
+        self._build: Build | None = None
+
+    def __call__(self) -> Build | None:
+        with self._lock:
+            if time.monotonic() - self._read_at >= REREAD_S:
+                self._build = current(self.project, self.env)
+                self._read_at = time.monotonic()
+            return self._build
+
+
+BuildSource = Build | Callable[[], Build | None] | None
+"""What a store is told about the build it serves: one build, a function that reads it (`Current`),
+or nothing (notes record no build)."""

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from . import agents, importing
+from . import build as builds
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
@@ -46,10 +47,14 @@ class Ctx:
         self.as_json = as_json
 
     def store(self) -> store_module.Store:
-        """The store of the project found upwards from `--project` or the current folder."""
+        """The store of the project found upwards from `--project` or the current folder, with
+        the build of its checkout (annotate/build.py), which reconciliation reads."""
         if self.db:
-            return store_module.Store(self.db, project_dir=self.project or None)
-        return store_module.open(self.project)
+            found = store_module.Store(self.db, project_dir=self.project or None)
+        else:
+            found = store_module.open(self.project)
+        found.build_source = builds.Current(found.project_dir)
+        return found
 
     def emit(self, data: Any, human: Callable[[], str]) -> None:
         # Notes come from browsers and agents: a terminal escape in one must show, not act
@@ -169,6 +174,8 @@ def _detail(item: Annotation | PageNote) -> str:
         kind = "page note"
     title = f" ({item.page_title})" if item.page_title else ""
     lines = [f"[{item.id}] {kind} on {item.page_url}{title}", f"status: {item.status}"]
+    if item.build is not None:
+        lines.append(f"build: {item.build.text()}")
     if isinstance(item, PageNote) and item.source:
         lines.append(f"source: {item.source.path}")
     if isinstance(item, Annotation):
@@ -270,7 +277,9 @@ def _reviews_text(items: Sequence[Review], pending: bool) -> str:
     return "\n".join(lines)
 
 
-def _filters_text(page: str | None, status: Sequence[str], include_all: bool) -> str:
+def _filters_text(
+    page: str | None, status: Sequence[str], include_all: bool, branch: str | None = None
+) -> str:
     parts = [
         f"status={','.join(status)}"
         if status
@@ -278,6 +287,8 @@ def _filters_text(page: str | None, status: Sequence[str], include_all: bool) ->
     ]
     if page:
         parts.append(f"page={page}")
+    if branch:
+        parts.append(f"branch={branch}")
     return ", ".join(parts)
 
 
@@ -299,6 +310,7 @@ STATUS_CHOICE = click.Choice(STATUSES)
 )
 @click.option("--anchor", type=click.Choice(ANCHOR_STATES), help="Only this anchor state.")
 @click.option("--all", "include_all", is_flag=True, help="Include resolved annotations.")
+@click.option("--branch", help="Only notes made on a build of this branch.")
 def list_(
     ctx: Ctx,
     page: str | None,
@@ -306,6 +318,7 @@ def list_(
     kind: str | None,
     anchor: str | None,
     include_all: bool,
+    branch: str | None,
 ) -> None:
     """List annotations, then page notes (resolved ones only with --all or --status resolved).
 
@@ -315,15 +328,20 @@ def list_(
     statuses = list(status) or None
     items: list[Annotation | PageNote] = list(
         store.list_annotations(
-            page, statuses, type=kind, anchor_state=anchor, include_resolved=include_all
+            page,
+            statuses,
+            type=kind,
+            anchor_state=anchor,
+            include_resolved=include_all,
+            branch=branch,
         )
     )
     if kind is None and anchor is None:
-        items += store.list_page_notes(page, statuses, include_resolved=include_all)
+        items += store.list_page_notes(page, statuses, include_resolved=include_all, branch=branch)
     _hint(store, page, items)
     ctx.emit(
         [lean_item(i) for i in items],
-        lambda: _listing(items, "note", _filters_text(page, status, include_all)),
+        lambda: _listing(items, "note", _filters_text(page, status, include_all, branch)),
     )
 
 

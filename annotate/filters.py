@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .build import make
+from .build import MAX_NAME
 from .errors import ValidationError
 from .models import ANCHOR_STATES, STATUSES
 
@@ -69,10 +69,13 @@ class Filter:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}", name)
         if branch is not None:
-            found = make(branch, None)
-            if found is None:
+            # Compared as written: the names builds record (annotate/build.py) are stripped.
+            if not isinstance(branch, str) or not branch:
                 raise ValidationError("branch must not be empty", "branch")
-            branch = found.branch
+            if len(branch) > MAX_NAME:
+                raise ValidationError(
+                    f"branch must be at most {MAX_NAME} characters, got {len(branch)}", "branch"
+                )
         return cls(page_url, statuses, type, states, include_resolved, limit, offset, branch)
 
     def where(self) -> tuple[str, list[Any]]:

@@ -32,6 +32,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field
 
 from . import __version__, export
+from . import build as builds
 from . import context as context_module
 from . import store as store_module
 from .agents import (
@@ -93,6 +94,13 @@ Id = Annotated[str, Field(description="The annotation ID (or page note ID), e.g.
 PageUrl = Annotated[
     str | None, Field(description='Filter by page URL path (e.g. "/about/"); all pages if omitted')
 ]
+Branch = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description="Only notes made on a build of this branch (their `build.branch`)",
+    ),
+]
 Status = Annotated[
     Literal["open", "in_progress", "addressed", "resolved", "all"] | None,
     Field(
@@ -121,6 +129,9 @@ class _Stores:
                     self._store = store_module.Store(self.db, project_dir=self.project or None)
                 else:
                     self._store = store_module.open(self.project)
+                # The agent's checkout is the build it reads (annotate/build.py): notes made on
+                # an older commit of its branch are located in its Markdown and say so.
+                self._store.build_source = builds.Current(self._store.project_dir)
             return self._store
 
 
@@ -189,7 +200,10 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
         "file (relative to the project) and 1-based lines the note points at, absent when it "
         "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
-        "`orphaned`: the file is gone, `removed`: deleted as asked). Absent fields are left out. Resolved annotations are left out unless asked for. At "
+        "`orphaned`: the file is gone, `removed`: deleted as asked). `build` {branch, commit}: "
+        "the build it was made on; `anchoredOn`: a newer commit of that branch it was located "
+        "in again. Absent fields are left out. Resolved annotations are left out unless asked "
+        "for. At "
         "most `limit` (50) are returned; when more match, a second text block says how to get "
         "the next ones (`offset`). "
         f"Order of work for each: {order_of_work()}. {intents()}",
@@ -205,9 +219,12 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         offset: Annotated[
             int, Field(ge=0, description="Skip this many first (for the next page)")
         ] = 0,
+        branch: Branch = None,
     ) -> CallToolResult:
         def page(s: store_module.Store) -> CallToolResult:
-            found = s.list_annotations(pageUrl, status, limit=limit + 1, offset=offset)
+            found = s.list_annotations(
+                pageUrl, status, limit=limit + 1, offset=offset, branch=branch
+            )
             result = _result(_json(_items(found[:limit])))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
@@ -225,9 +242,11 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         "(set_in_progress, address_annotation, add_agent_reply) with their id.",
         READ,
     )
-    def list_page_notes(pageUrl: PageUrl = None, status: Status = None) -> CallToolResult:
+    def list_page_notes(
+        pageUrl: PageUrl = None, status: Status = None, branch: Branch = None
+    ) -> CallToolResult:
         def notes(s: store_module.Store) -> CallToolResult:
-            found = s.list_page_notes(pageUrl, status)
+            found = s.list_page_notes(pageUrl, status, branch=branch)
             result = _result(_json(_items(found)))
             _hint(s, result, pageUrl, found)
             return result

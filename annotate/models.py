@@ -201,6 +201,11 @@ class Build:
     commit: str | None
     anchored_on: str | None = None
 
+    def text(self) -> str:
+        """`main @ 0b105a0c1d2e`, and where it was located again, for people."""
+        made = " @ ".join(v for v in (self.branch or "(no branch)", self.commit) if v)
+        return f"{made}, re-anchored on {self.anchored_on}" if self.anchored_on else made
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"branch": self.branch, "commit": self.commit}
         if self.anchored_on:

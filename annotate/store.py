@@ -121,7 +121,7 @@ def open(
     serve` does (`annotate.build.current`: the environment, else git in the project).
     """
     root = find_project(project)
-    found = builds.current(root) if build == "auto" else builds.of(build)
+    found = builds.Current(root) if build == "auto" else builds.of(build)
     return Store(project_db_path(root), project_dir=root, build=found)
 
 
@@ -140,17 +140,27 @@ class Store:
         *,
         project_dir: str | os.PathLike[str] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
-        build: Build | None = None,
+        build: builds.BuildSource = None,
     ) -> None:
         self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
-        # The build being served (annotate/build.py): new notes record it, and notes made on
-        # another commit of its branch are located again in its Markdown and say so.
-        self.build = build
+        # The build being served (annotate/build.py), or what reads it: new notes record it, and
+        # notes made on another commit of its branch are located again in its Markdown and say so.
+        self.build_source: builds.BuildSource = build
         self.path = self._file.path
         self.project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+
+    @property
+    def build(self) -> Build | None:
+        """The build being served now (`build_source`, annotate/build.py), or None."""
+        source = self.build_source
+        return source() if callable(source) else source
+
+    @build.setter
+    def build(self, value: builds.BuildSource) -> None:
+        self.build_source = value
 
     # -- the file (annotate/dbfile.py) ---------------------------------------------------------
 
@@ -364,9 +374,10 @@ class Store:
 
     def _build_columns(self) -> dict[str, Any]:
         """The columns of a new note that say which build it was made on (`self.build`)."""
-        if self.build is None:
+        build = self.build
+        if build is None:
             return {}
-        return {"build_branch": self.build.branch, "build_commit": self.build.commit}
+        return {"build_branch": build.branch, "build_commit": build.commit}
 
     def _insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
         cols = ", ".join(values)
