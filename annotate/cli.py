@@ -451,14 +451,19 @@ def delete(ctx: Ctx, id: str) -> None:
     "--status", "status", multiple=True, type=STATUS_CHOICE, help="Only this status (repeatable)."
 )
 @click.option("--all", "include_all", is_flag=True, help="Include resolved page notes.")
-def notes(ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool) -> None:
+@click.option("--branch", help="Only notes made on a build of this branch.")
+def notes(
+    ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool, branch: str | None
+) -> None:
     """List page notes: feedback about a page as a whole."""
     store = ctx.store()
-    items = store.list_page_notes(page, list(status) or None, include_resolved=include_all)
+    items = store.list_page_notes(
+        page, list(status) or None, include_resolved=include_all, branch=branch
+    )
     _hint(store, page, items)
     ctx.emit(
         [lean_item(n) for n in items],
-        lambda: _listing(items, "page note", _filters_text(page, status, include_all)),
+        lambda: _listing(items, "page note", _filters_text(page, status, include_all, branch)),
     )
 
 

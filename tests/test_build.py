@@ -19,7 +19,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import build, schema
+from annotate import build, importing, schema
 from annotate.cli import cli
 from annotate.errors import ValidationError
 from annotate.fields import BUILD_SINCE
@@ -388,3 +388,23 @@ def test_a_database_from_before_builds_keeps_its_rows(tmp_path: Path) -> None:
         # new notes on the migrated file record the build
         assert store.add_annotation(text_note()).build == Build("main", "c" * 12)
         assert len(store.list_annotations(branch="main")) == 1
+
+
+def test_an_export_imported_elsewhere_keeps_the_build(repo: Path, tmp_path_factory: Any) -> None:
+    with annotate.open(repo, build="auto") as store:
+        note = store.add_annotation(text_note())
+        store.add_page_note({"pageUrl": "/", "note": "x"})
+    install(repo).write_text(INSTALL.replace("Some words", "Intro.\n\nSome words"))
+    commit(repo, "intro")
+    exported = json.loads(
+        CliRunner().invoke(cli, ["export", "--format", "json", "--project", str(repo)]).stdout
+    )
+    other = write_project(tmp_path_factory.mktemp("other"), INSTALL)
+    with annotate.open(other) as store:
+        importing.import_data(store, exported)
+        got = store.get_annotation(note.id).to_dict()["build"]
+        assert got == exported["annotations"][0]["build"] and "anchoredOn" in got
+        assert store.list_page_notes()[0].to_dict()["build"] == exported["pageNotes"][0]["build"]
+    with annotate.open(other) as store, pytest.raises(ValidationError, match="build must be"):
+        importing.import_data(store, {**exported, "annotations": [
+            {**exported["annotations"][0], "id": "a_ffffffffff", "build": "main"}]})  # fmt: skip
