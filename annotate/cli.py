@@ -45,6 +45,7 @@ class Ctx:
         self.project = project
         self.db = db
         self.as_json = as_json
+        self._store: store_module.Store | None = None
 
     def store(self) -> store_module.Store:
         """The store of the project found upwards from `--project` or the current folder, with
@@ -54,7 +55,12 @@ class Ctx:
         else:
             found = store_module.open(self.project)
         found.build_source = builds.Current(found.project_dir)
+        self._store = found
         return found
+
+    def lean(self, item: Annotation | PageNote) -> dict[str, Any]:
+        """`lean_item`, leaving out a build that is the checkout's (the store's build)."""
+        return lean_item(item, self._store.build if self._store is not None else None)
 
     def emit(self, data: Any, human: Callable[[], str]) -> None:
         # Notes come from browsers and agents: a terminal escape in one must show, not act
@@ -340,7 +346,7 @@ def list_(
         items += store.list_page_notes(page, statuses, include_resolved=include_all, branch=branch)
     _hint(store, page, items)
     ctx.emit(
-        [lean_item(i) for i in items],
+        [ctx.lean(i) for i in items],
         lambda: _listing(items, "note", _filters_text(page, status, include_all, branch)),
     )
 
@@ -358,7 +364,7 @@ def _hint(store: store_module.Store, page: str | None, items: Sequence[Any]) -> 
 def get(ctx: Ctx, id: str) -> None:
     """Show one annotation or page note in full, with its replies."""
     item = ctx.store().get_annotation(id)
-    ctx.emit(lean_item(item), lambda: _detail(item))
+    ctx.emit(ctx.lean(item), lambda: _detail(item))
 
 
 @command(cli, "start")
@@ -366,7 +372,7 @@ def get(ctx: Ctx, id: str) -> None:
 def start(ctx: Ctx, id: str) -> None:
     """Mark a note in progress before editing the Markdown (set_in_progress)."""
     item = ctx.store().set_in_progress(id)
-    ctx.emit(lean_item(item), lambda: _changed("Started", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Started", item))
 
 
 @command(cli, "address")
@@ -385,7 +391,7 @@ def address(
 ) -> None:
     """Mark a note addressed: done, waiting for the reviewer (address_annotation)."""
     item = ctx.store().address_annotation(id, replaced_text, message=message, deleted=deleted)
-    ctx.emit(lean_item(item), lambda: _changed("Addressed", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Addressed", item))
 
 
 @command(cli, "target")
@@ -394,7 +400,7 @@ def address(
 def target(ctx: Ctx, id: str, replaced_text: str) -> None:
     """Record the text that replaced the quote (update_annotation_target)."""
     item = ctx.store().update_annotation_target(id, replaced_text)
-    ctx.emit(lean_item(item), lambda: f"Updated the target of {item.id}")
+    ctx.emit(ctx.lean(item), lambda: f"Updated the target of {item.id}")
 
 
 @command(cli, "reply")
@@ -414,7 +420,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
     if text is None:
         raise click.UsageError("Give the reply as an argument or with --message.")
     item = ctx.store().add_reply(id, text, role=role)
-    ctx.emit(lean_item(item), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
+    ctx.emit(ctx.lean(item), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
 
 
 @command(cli, "accept")
@@ -422,7 +428,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
 def accept(ctx: Ctx, id: str) -> None:
     """Accept a note: it becomes resolved."""
     item = ctx.store().accept(id)
-    ctx.emit(lean_item(item), lambda: _changed("Accepted", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Accepted", item))
 
 
 @command(cli, "reopen")
@@ -434,7 +440,7 @@ def accept(ctx: Ctx, id: str) -> None:
 def reopen(ctx: Ctx, id: str, note: str | None) -> None:
     """Reopen an addressed or resolved note."""
     item = ctx.store().reopen(id, note)
-    ctx.emit(lean_item(item), lambda: _changed("Reopened", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Reopened", item))
 
 
 @command(cli, "delete")
@@ -462,7 +468,7 @@ def notes(
     )
     _hint(store, page, items)
     ctx.emit(
-        [lean_item(n) for n in items],
+        [ctx.lean(n) for n in items],
         lambda: _listing(items, "page note", _filters_text(page, status, include_all, branch)),
     )
 

@@ -145,14 +145,17 @@ def _json(data: Any) -> str:
     return pydantic_core.to_json(data, indent=2).decode()
 
 
-def _item(item: Annotation | PageNote) -> dict[str, Any]:
+def _item(item: Annotation | PageNote, store: store_module.Store) -> dict[str, Any]:
     """An annotation or page note as agents get it: absent optional fields left out, as the
-    reference does (issue #14)."""
-    return lean_item(item)
+    reference does (issue #14), and its build when it is not the one the agent reads."""
+    return lean_item(item, store.build)
 
 
-def _items(items: list[Annotation] | list[PageNote]) -> list[dict[str, Any]]:
-    return [_item(i) for i in items]
+def _items(
+    items: list[Annotation] | list[PageNote], store: store_module.Store
+) -> list[dict[str, Any]]:
+    served = store.build
+    return [lean_item(i, served) for i in items]
 
 
 def _left(review: Review) -> list[Annotation | PageNote]:
@@ -225,7 +228,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
             found = s.list_annotations(
                 pageUrl, status, limit=limit + 1, offset=offset, branch=branch
             )
-            result = _result(_json(_items(found[:limit])))
+            result = _result(_json(_items(found[:limit], s)))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
                 result.content.append(TextContent(type="text", text=MORE.format(
@@ -247,7 +250,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     ) -> CallToolResult:
         def notes(s: store_module.Store) -> CallToolResult:
             found = s.list_page_notes(pageUrl, status, branch=branch)
-            result = _result(_json(_items(found)))
+            result = _result(_json(_items(found, s)))
             _hint(s, result, pageUrl, found)
             return result
 
@@ -259,7 +262,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         READ,
     )
     def get_annotation(id: Id) -> CallToolResult:
-        return call(lambda s: _item(s.get_annotation(id)))
+        return call(lambda s: _item(s.get_annotation(id), s))
 
     @tool(
         "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
@@ -311,7 +314,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     ) -> CallToolResult:
         return call(
             lambda s: _item(
-                s.address_annotation(id, replacedText, message=message, deleted=deleted)
+                s.address_annotation(id, replacedText, message=message, deleted=deleted), s
             )
         )
 
@@ -326,7 +329,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     def set_in_progress(
         id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.set_in_progress(id)))
+        return call(lambda s: _item(s.set_in_progress(id), s))
 
     @tool(
         "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
@@ -339,7 +342,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         id: Annotated[str, Field(description="The annotation ID to reply to")],
         message: Annotated[str, Field(description="The reply: what was done, or your answer")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.add_agent_reply(id, message)))
+        return call(lambda s: _item(s.add_agent_reply(id, message), s))
 
     @tool(
         "Record the text that now stands where the annotated text was, after you edited the "
@@ -361,7 +364,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
             ),
         ],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.update_annotation_target(id, replacedText)))
+        return call(lambda s: _item(s.update_annotation_target(id, replacedText), s))
 
     @tool(
         "The note with the current Markdown around it, as plain text: what its intent asks, its "

@@ -68,12 +68,16 @@ def lean(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def lean_item(item: Annotation | PageNote) -> dict[str, Any]:
+def lean_item(item: Annotation | PageNote, served: Build | None = None) -> dict[str, Any]:
     """An annotation or page note as agents get it: `lean`, and `originalSource` only once it
-    differs from `source` (until the lines change it repeats them, excerpt and all)."""
+    differs from `source` (until the lines change it repeats them, excerpt and all); `build` only
+    when it is not `served`, the build the answering process reads (made on the build the agent
+    reads, it says nothing: ~77 bytes of indented JSON a note, benchmarks/builds.py)."""
     data = item.to_dict()
     if data.get("originalSource") is not None and data["originalSource"] == data.get("source"):
         data["originalSource"] = None
+    if served is not None and item.build == served:
+        data["build"] = None
     return lean(data)
 
 

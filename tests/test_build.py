@@ -408,3 +408,28 @@ def test_an_export_imported_elsewhere_keeps_the_build(repo: Path, tmp_path_facto
     with annotate.open(other) as store, pytest.raises(ValidationError, match="build must be"):
         importing.import_data(store, {**exported, "annotations": [
             {**exported["annotations"][0], "id": "a_ffffffffff", "build": "main"}]})  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_agents_see_a_build_only_when_it_is_not_theirs(repo: Path) -> None:
+    with annotate.open(repo, build="auto") as store:
+        note = store.add_annotation(text_note())
+    made = note.build
+    assert made is not None
+
+    async def listed_by_the_tool() -> dict[str, Any]:
+        async with Client(build_server(repo)) as client:
+            result = await client.call_tool("list_annotations", {})
+            got: dict[str, Any] = json.loads(result.content[0].text)[0]  # type: ignore[union-attr]
+            return got
+
+    # Made on the build the agent reads: nothing to say, no bytes spent.
+    assert "build" not in await listed_by_the_tool()
+    cli_json = CliRunner().invoke(cli, ["list", "--json", "--project", str(repo)]).stdout
+    assert "build" not in json.loads(cli_json)[0]
+    # The agent's checkout moves on: the note says where it was made and where it was found.
+    install(repo).write_text(INSTALL.replace("Some words", "Intro.\n\nSome words"))
+    newer = commit(repo, "intro")
+    got = await listed_by_the_tool()
+    assert got["build"] == {"branch": "main", "commit": made.commit, "anchoredOn": newer}
+    assert got["source"]["lineStart"] == QUOTE_LINE + 2
