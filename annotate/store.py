@@ -222,42 +222,39 @@ class Store:
     def _stale(
         self, conn: sqlite3.Connection, scope: str, params: Sequence[Any]
     ) -> list[dict[str, Any]]:
-        """The rows `scope` selects whose Markdown file changed since their last check."""
+        """The rows `scope` selects whose Markdown file changed since their last check, and those
+        made on another commit of the served build's branch and not yet located in this one
+        (`reconcile._newer_build` says the same of one row)."""
         live = f"FROM ({scope}) WHERE anchor_state != 'removed'"
-        behind = self._behind(conn, live, params)
+        build = self.build
+        # One grouped query tells both: the files and mtimes, and whether any row is behind.
+        behind, behind_params = "0", []
+        if build is not None and build.branch is not None and build.commit is not None:
+            behind = (
+                "build_branch = ? AND build_commit IS NOT NULL "
+                "AND coalesce(anchored_on, build_commit) != ?"
+            )
+            behind_params = [build.branch, build.commit]
         groups = conn.execute(
-            f"SELECT source_file, source_mtime {live} GROUP BY source_file, source_mtime", params
+            f"SELECT source_file, source_mtime, max({behind}) {live} "
+            "GROUP BY source_file, source_mtime",
+            [*behind_params, *params],
         ).fetchall()
         if not groups:
-            return behind
+            return []
         locator = self._locator()
-        changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
-        if not changed:
-            return behind
+        changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
+        moved = any(late for _, _, late in groups)
+        if not changed and not moved:
+            return []
         files = sorted(f for f in changed if f is not None)
         marks = ",".join("?" * len(files))
         nulls = "source_file IS NULL" if None in changed else "0"
-        rows = _query(
-            conn,
-            f"SELECT * {live} AND (source_file IN ({marks}) OR {nulls})",
-            [*params, *files],
-        )
-        seen = {r["id"] for r in rows}
-        return rows + [r for r in behind if r["id"] not in seen]
-
-    def _behind(
-        self, conn: sqlite3.Connection, live: str, params: Sequence[Any]
-    ) -> list[dict[str, Any]]:
-        """The rows made on another commit of the served build's branch and not yet located in
-        this one (`reconcile._newer_build` says the same of one row)."""
-        build = self.build
-        if build is None or build.branch is None or build.commit is None:
-            return []
+        late = f" OR ({behind})" if moved else ""
         return _query(
             conn,
-            f"SELECT * {live} AND build_branch = ? AND build_commit IS NOT NULL "
-            "AND coalesce(anchored_on, build_commit) != ?",
-            [*params, build.branch, build.commit],
+            f"SELECT * {live} AND (source_file IN ({marks}) OR {nulls}{late})",
+            [*params, *files, *(behind_params if moved else [])],
         )
 
     def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
