@@ -10,6 +10,10 @@ time) are located again — by `replacedText` when the agent recorded one, else 
 - `orphaned`: the file is gone (or, for an element note, the element was never found in it);
 - `removed` (set by `address_annotation(deleted=True)`): the text was deleted as asked; left be.
 
+A note made on another commit of the branch being served (issue #20, `annotate/build.py`) is
+located again even in an unchanged file, and records that commit (`anchored_on`, the answer's
+`build.anchoredOn`): "made on build A, re-anchored on B".
+
 Nothing is ever dropped. A note that is not `anchored` keeps the lines where it was last seen, and
 `Source.last_known` says so: they never claim the text that now stands there (issue #13).
 Element notes are looked for by their `src`, `href` or text (`sourcemap.locate_element`); text

@@ -228,15 +228,16 @@ class Store:
         live = f"FROM ({scope}) WHERE anchor_state != 'removed'"
         build = self.build
         # One grouped query tells both: the files and mtimes, and whether any row is behind.
-        behind, behind_params = "0", []
+        behind, behind_params, any_behind = "", [], "0"
         if build is not None and build.branch is not None and build.commit is not None:
             behind = (
                 "build_branch = ? AND build_commit IS NOT NULL "
                 "AND coalesce(anchored_on, build_commit) != ?"
             )
             behind_params = [build.branch, build.commit]
+            any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
         groups = conn.execute(
-            f"SELECT source_file, source_mtime, max({behind}) {live} "
+            f"SELECT source_file, source_mtime, {any_behind} {live} "
             "GROUP BY source_file, source_mtime",
             [*behind_params, *params],
         ).fetchall()

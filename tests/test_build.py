@@ -7,7 +7,11 @@ through click's runner and the MCP tools through the SDK's client in memory.
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ from annotate.store import Store
 from annotate.web import create_app
 
 from .conftest import text_note, write_project
+from .test_web_server import Server, _first_line
 
 TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
@@ -433,3 +438,33 @@ async def test_agents_see_a_build_only_when_it_is_not_theirs(repo: Path) -> None
     got = await listed_by_the_tool()
     assert got["build"] == {"branch": "main", "commit": made.commit, "anchoredOn": newer}
     assert got["source"]["lineStart"] == QUOTE_LINE + 2
+
+
+def test_annotate_serve_records_the_build_of_its_environment(repo: Path) -> None:
+    """`annotate serve` for real (a subprocess), as a CI preview runs it: ANNOTATE_BUILD_* win
+    over the checkout's git."""
+    site = repo / "site" / "guide"
+    site.mkdir(parents=True)
+    (site / "index.html").write_text("<html><body><p>Run pip install it.</p></body></html>")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", build.ENV_BRANCH: "pr-12",
+           build.ENV_COMMIT: "FEEDFACE" * 5}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "annotate.cli", "serve", str(repo / "site"), "--port", "0",
+         "--project", str(repo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        line = _first_line(proc, 20)
+        match = re.search(r"http://\S+?/", line)
+        assert match, line
+        server = Server(proc, match[0], repo)
+        status, _, body = server.request("POST", f"{API}/annotations", text_note())
+        assert status == 201, body
+        assert json.loads(body)["build"] == {"branch": "pr-12", "commit": "feedfacefeed"}
+        status, _, body = server.request("GET", f"{API}/annotations?branch=pr-12")
+        assert [a["build"]["branch"] for a in json.loads(body)["annotations"]] == ["pr-12"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(10)
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
