@@ -203,10 +203,9 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
         "file (relative to the project) and 1-based lines the note points at, absent when it "
         "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
-        "`orphaned`: the file is gone, `removed`: deleted as asked). `build` {branch, commit}: "
-        "the build it was made on; `anchoredOn`: a newer commit of that branch it was located "
-        "in again. Absent fields are left out. Resolved annotations are left out unless asked "
-        "for. At "
+        "`orphaned`: the file is gone, `removed`: deleted as asked). `build` {branch, commit, "
+        "anchoredOn?}: the build it was made on, and the newer one it was re-anchored on. "
+        "Absent fields are left out. Resolved annotations are left out unless asked for. At "
         "most `limit` (50) are returned; when more match, a second text block says how to get "
         "the next ones (`offset`). "
         f"Order of work for each: {order_of_work()}. {intents()}",
