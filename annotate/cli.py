@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from . import agents, importing
+from . import build as builds
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
@@ -44,10 +45,19 @@ class Ctx:
         self.project = project
         self.db = db
         self.as_json = as_json
+        self._store: store_module.Store | None = None
 
     def store(self) -> store_module.Store:
-        """The store of the project found upwards from `--project` or the current folder."""
-        return store_module.open(self.project, db=self.db or None)
+        """The store of the project found upwards from `--project` or the current folder (or
+        `--db`), with the build of its checkout (annotate/build.py), which reconciliation reads."""
+        found = store_module.open(self.project, db=self.db or None)
+        found.build_source = builds.Current(found.project_dir)
+        self._store = found
+        return found
+
+    def lean(self, item: Annotation | PageNote) -> dict[str, Any]:
+        """`lean_item`, leaving out a build that is the checkout's (the store's build)."""
+        return lean_item(item, self._store.build if self._store is not None else None)
 
     def emit(self, data: Any, human: Callable[[], str]) -> None:
         # Notes come from browsers and agents: a terminal escape in one must show, not act
@@ -170,6 +180,8 @@ def _detail(item: Annotation | PageNote) -> str:
         kind = "page note"
     title = f" ({item.page_title})" if item.page_title else ""
     lines = [f"[{item.id}] {kind} on {item.page_url}{title}", f"status: {item.status}"]
+    if item.build is not None:
+        lines.append(f"build: {item.build.text()}")
     if isinstance(item, PageNote) and item.source:
         lines.append(f"source: {item.source.path}")
     if isinstance(item, Annotation):
@@ -271,7 +283,9 @@ def _reviews_text(items: Sequence[Review], pending: bool) -> str:
     return "\n".join(lines)
 
 
-def _filters_text(page: str | None, status: Sequence[str], include_all: bool) -> str:
+def _filters_text(
+    page: str | None, status: Sequence[str], include_all: bool, branch: str | None = None
+) -> str:
     parts = [
         f"status={','.join(status)}"
         if status
@@ -279,6 +293,8 @@ def _filters_text(page: str | None, status: Sequence[str], include_all: bool) ->
     ]
     if page:
         parts.append(f"page={page}")
+    if branch:
+        parts.append(f"branch={branch}")
     return ", ".join(parts)
 
 
@@ -300,6 +316,7 @@ STATUS_CHOICE = click.Choice(STATUSES)
 )
 @click.option("--anchor", type=click.Choice(ANCHOR_STATES), help="Only this anchor state.")
 @click.option("--all", "include_all", is_flag=True, help="Include resolved annotations.")
+@click.option("--branch", help="Only notes made on a build of this branch.")
 def list_(
     ctx: Ctx,
     page: str | None,
@@ -307,6 +324,7 @@ def list_(
     kind: str | None,
     anchor: str | None,
     include_all: bool,
+    branch: str | None,
 ) -> None:
     """List annotations, then page notes (resolved ones only with --all or --status resolved).
 
@@ -316,15 +334,20 @@ def list_(
     statuses = list(status) or None
     items: list[Annotation | PageNote] = list(
         store.list_annotations(
-            page, statuses, type=kind, anchor_state=anchor, include_resolved=include_all
+            page,
+            statuses,
+            type=kind,
+            anchor_state=anchor,
+            include_resolved=include_all,
+            branch=branch,
         )
     )
     if kind is None and anchor is None:
-        items += store.list_page_notes(page, statuses, include_resolved=include_all)
+        items += store.list_page_notes(page, statuses, include_resolved=include_all, branch=branch)
     _hint(store, page, items)
     ctx.emit(
-        [lean_item(i) for i in items],
-        lambda: _listing(items, "note", _filters_text(page, status, include_all)),
+        [ctx.lean(i) for i in items],
+        lambda: _listing(items, "note", _filters_text(page, status, include_all, branch)),
     )
 
 
@@ -341,7 +364,7 @@ def _hint(store: store_module.Store, page: str | None, items: Sequence[Any]) -> 
 def get(ctx: Ctx, id: str) -> None:
     """Show one annotation or page note in full, with its replies."""
     item = ctx.store().get_annotation(id)
-    ctx.emit(lean_item(item), lambda: _detail(item))
+    ctx.emit(ctx.lean(item), lambda: _detail(item))
 
 
 @command(cli, "start")
@@ -349,7 +372,7 @@ def get(ctx: Ctx, id: str) -> None:
 def start(ctx: Ctx, id: str) -> None:
     """Mark a note in progress before editing the Markdown (set_in_progress)."""
     item = ctx.store().set_in_progress(id)
-    ctx.emit(lean_item(item), lambda: _changed("Started", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Started", item))
 
 
 @command(cli, "address")
@@ -368,7 +391,7 @@ def address(
 ) -> None:
     """Mark a note addressed: done, waiting for the reviewer (address_annotation)."""
     item = ctx.store().address_annotation(id, replaced_text, message=message, deleted=deleted)
-    ctx.emit(lean_item(item), lambda: _changed("Addressed", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Addressed", item))
 
 
 @command(cli, "target")
@@ -377,7 +400,7 @@ def address(
 def target(ctx: Ctx, id: str, replaced_text: str) -> None:
     """Record the text that replaced the quote (update_annotation_target)."""
     item = ctx.store().update_annotation_target(id, replaced_text)
-    ctx.emit(lean_item(item), lambda: f"Updated the target of {item.id}")
+    ctx.emit(ctx.lean(item), lambda: f"Updated the target of {item.id}")
 
 
 @command(cli, "reply")
@@ -397,7 +420,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
     if text is None:
         raise click.UsageError("Give the reply as an argument or with --message.")
     item = ctx.store().add_reply(id, text, role=role)
-    ctx.emit(lean_item(item), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
+    ctx.emit(ctx.lean(item), lambda: f"Replied to {item.id} as {role} ({_replies_line(item)})")
 
 
 @command(cli, "accept")
@@ -405,7 +428,7 @@ def reply(ctx: Ctx, id: str, message: str | None, message_option: str | None, ro
 def accept(ctx: Ctx, id: str) -> None:
     """Accept a note: it becomes resolved."""
     item = ctx.store().accept(id)
-    ctx.emit(lean_item(item), lambda: _changed("Accepted", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Accepted", item))
 
 
 @command(cli, "reopen")
@@ -417,7 +440,7 @@ def accept(ctx: Ctx, id: str) -> None:
 def reopen(ctx: Ctx, id: str, note: str | None) -> None:
     """Reopen an addressed or resolved note."""
     item = ctx.store().reopen(id, note)
-    ctx.emit(lean_item(item), lambda: _changed("Reopened", item))
+    ctx.emit(ctx.lean(item), lambda: _changed("Reopened", item))
 
 
 @command(cli, "delete")
@@ -434,14 +457,19 @@ def delete(ctx: Ctx, id: str) -> None:
     "--status", "status", multiple=True, type=STATUS_CHOICE, help="Only this status (repeatable)."
 )
 @click.option("--all", "include_all", is_flag=True, help="Include resolved page notes.")
-def notes(ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool) -> None:
+@click.option("--branch", help="Only notes made on a build of this branch.")
+def notes(
+    ctx: Ctx, page: str | None, status: tuple[str, ...], include_all: bool, branch: str | None
+) -> None:
     """List page notes: feedback about a page as a whole."""
     store = ctx.store()
-    items = store.list_page_notes(page, list(status) or None, include_resolved=include_all)
+    items = store.list_page_notes(
+        page, list(status) or None, include_resolved=include_all, branch=branch
+    )
     _hint(store, page, items)
     ctx.emit(
-        [lean_item(n) for n in items],
-        lambda: _listing(items, "page note", _filters_text(page, status, include_all)),
+        [ctx.lean(n) for n in items],
+        lambda: _listing(items, "page note", _filters_text(page, status, include_all, branch)),
     )
 
 

@@ -230,6 +230,47 @@ REPLIES = Field(
     "(SELECT * FROM replies WHERE parent_id = a.id ORDER BY rowid) AS r))",
 )
 
+# Issue #20: the build a note was made on (annotate/build.py), and for an annotation the commit
+# of a newer build of the same branch its source was located in again (`anchoredOn`). Columns only;
+# the answer is the one object `build`.
+BUILD_SINCE = 5
+BUILD_COLUMNS = (
+    Field("buildBranch", nullable=True, answer=False, since=BUILD_SINCE),
+    Field("buildCommit", nullable=True, answer=False, since=BUILD_SINCE),
+)
+_BUILD_DECODE = (
+    'Build(b, c{more}) if ((b := r["build_branch"]), (c := r["build_commit"])) != (None, None) '
+    "else None"
+)
+_BUILD_SQL = "CASE WHEN a.build_branch IS NOT NULL OR a.build_commit IS NOT NULL THEN {object} END"
+_BUILD_OBJECT = _object_sql(("branch", "a.build_branch"), ("commit", "a.build_commit"))
+
+
+def _build_field(anchored: bool) -> Field:
+    """`build`: `{branch, commit}` or null; an annotation adds `anchoredOn` once it was located
+    again on a newer build of its branch (only then: a key that says nothing costs tokens)."""
+    if not anchored:
+        return Field(
+            "build",
+            type="object",
+            nullable=True,
+            ref="Build",
+            decode=_BUILD_DECODE.format(more=""),
+            sql=_BUILD_SQL.format(object=_BUILD_OBJECT),
+        )
+    return Field(
+        "build",
+        type="object",
+        nullable=True,
+        ref="Build",
+        decode=_BUILD_DECODE.format(more=', r["anchored_on"]'),
+        # json_patch drops a key whose patch value is null (RFC 7396): `anchoredOn` only when set.
+        sql=_BUILD_SQL.format(
+            object=f"json_patch({_BUILD_OBJECT}, json_object('anchoredOn', a.anchored_on))"
+        ),
+    )
+
+
 REPLY = Table(
     "Reply",
     "replies",
@@ -378,12 +419,15 @@ ANNOTATION = Table(
             sql="CASE WHEN a.anchor_score IS NOT NULL THEN "
             "json(printf('%!.17g', a.anchor_score)) END",
         ),
+        _build_field(anchored=True),
         REPLIES,
         *LIFECYCLE,
         # Where the selection was on the page: it starts inside <pre>/<code>, and which
         # occurrence of the quote (among those of the same kind) it is.
         Field("inCode", type="boolean", nullable=True, input=True, answer=False),
         Field("occurrence", type="integer", nullable=True, input=True, answer=False),
+        *BUILD_COLUMNS,
+        Field("anchoredOn", nullable=True, answer=False, since=BUILD_SINCE),
     ),
     decoder_args="r, replies",
     # A row's names are looked up one by one: each column is read once.
@@ -407,8 +451,10 @@ PAGE_NOTE = Table(
             # The page's Markdown file, from the plugin's page record or mkdocs.yml.
             decode="PageSource(source) if source else None",
         ),
+        _build_field(anchored=False),
         REPLIES,
         *LIFECYCLE,
+        *BUILD_COLUMNS,
     ),
     decoder_args="r, replies, source=None",
 )

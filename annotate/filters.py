@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .build import MAX_NAME
 from .errors import ValidationError
 from .models import ANCHOR_STATES, STATUSES
 
@@ -25,8 +26,9 @@ class Filter:
     """A listing's filter.
 
     `status`: one status, several, or `all`; None means every status but `resolved`, unless
-    `include_resolved`. `type` and `anchor_state` apply to annotations only. `limit` and `offset`
-    page through the listing in creation order (`limit` None: every match).
+    `include_resolved`. `type` and `anchor_state` apply to annotations only. `branch`: only notes
+    made on a build of that branch (annotate/build.py). `limit` and `offset` page through the
+    listing in creation order (`limit` None: every match).
     """
 
     page_url: str | None = None
@@ -36,6 +38,7 @@ class Filter:
     include_resolved: bool = False
     limit: int | None = None
     offset: int = 0
+    branch: str | None = None
 
     @classmethod
     def of(
@@ -48,6 +51,7 @@ class Filter:
         include_resolved: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        branch: str | None = None,
     ) -> Filter:
         """A filter from the values a caller wrote, each checked (`ValidationError` names it)."""
         statuses = None
@@ -65,7 +69,15 @@ class Filter:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}", name)
-        return cls(page_url, statuses, type, states, include_resolved, limit, offset)
+        if branch is not None:
+            # Compared as written: the names builds record (annotate/build.py) are stripped.
+            if not isinstance(branch, str) or not branch:
+                raise ValidationError("branch must not be empty", "branch")
+            if len(branch) > MAX_NAME:
+                raise ValidationError(
+                    f"branch must be at most {MAX_NAME} characters, got {len(branch)}", "branch"
+                )
+        return cls(page_url, statuses, type, states, include_resolved, limit, offset, branch)
 
     def where(self) -> tuple[str, list[Any]]:
         """The `WHERE` condition (never empty) and its parameters, without `limit`/`offset`."""
@@ -85,6 +97,9 @@ class Filter:
         if self.anchor_state is not None:
             where.append(f"anchor_state IN ({','.join('?' * len(self.anchor_state))})")
             params.extend(self.anchor_state)
+        if self.branch is not None:
+            where.append("build_branch = ?")
+            params.append(self.branch)
         return " AND ".join(where) or "1 = 1", params
 
     def page(self) -> tuple[str, list[Any]]:

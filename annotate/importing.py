@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import build as builds
 from . import validation as validate
 from .errors import ImportFormatError, ValidationError
 from .export import JSON_FORMAT
@@ -140,7 +141,16 @@ def _lifecycle(item: Mapping[str, Any]) -> dict[str, Any]:
         "in_progress_at": _stamp(item.get("inProgressAt"), "inProgressAt", None),
         "addressed_at": _stamp(item.get("addressedAt"), "addressedAt", None),
         "resolved_at": _stamp(item.get("resolvedAt"), "resolvedAt", None),
+        **_build(item.get("build")),
     }
+
+
+def _build(value: Any) -> dict[str, Any]:
+    """The build a note was made on (`{branch, commit}`, annotate/build.py) as its columns."""
+    found = builds.of(value)
+    if found is None:
+        return {}
+    return {"build_branch": found.branch, "build_commit": found.commit}
 
 
 def _annotation_row(
@@ -215,6 +225,10 @@ def _anchor(a: Mapping[str, Any]) -> dict[str, Any]:
     ):
         raise ValidationError("anchorScore must be a number from 0 to 100", "anchorScore")
     out: dict[str, Any] = {"anchor_state": state, "anchor_score": score}
+    build = a.get("build")
+    anchored = builds.make(None, build.get("anchoredOn")) if isinstance(build, Mapping) else None
+    if anchored is not None:
+        out["anchored_on"] = anchored.commit
     out.update(_source(a.get("source"), "source", "source"))
     out.update(_source(a.get("originalSource"), "originalSource", "original"))
     return out

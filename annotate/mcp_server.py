@@ -32,6 +32,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field
 
 from . import __version__, export
+from . import build as builds
 from . import context as context_module
 from . import store as store_module
 from .agents import (
@@ -93,6 +94,13 @@ Id = Annotated[str, Field(description="The annotation ID (or page note ID), e.g.
 PageUrl = Annotated[
     str | None, Field(description='Filter by page URL path (e.g. "/about/"); all pages if omitted')
 ]
+Branch = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description="Only notes made on a build of this branch (their `build.branch`)",
+    ),
+]
 Status = Annotated[
     Literal["open", "in_progress", "addressed", "resolved", "all"] | None,
     Field(
@@ -118,6 +126,9 @@ class _Stores:
         with self._lock:
             if self._store is None:
                 self._store = store_module.open(self.project, db=self.db or None)
+                # The agent's checkout is the build it reads (annotate/build.py): notes made on
+                # an older commit of its branch are located in its Markdown and say so.
+                self._store.build_source = builds.Current(self._store.project_dir)
             return self._store
 
 
@@ -131,14 +142,17 @@ def _json(data: Any) -> str:
     return pydantic_core.to_json(data, indent=2).decode()
 
 
-def _item(item: Annotation | PageNote) -> dict[str, Any]:
+def _item(item: Annotation | PageNote, store: store_module.Store) -> dict[str, Any]:
     """An annotation or page note as agents get it: absent optional fields left out, as the
-    reference does (issue #14)."""
-    return lean_item(item)
+    reference does (issue #14), and its build when it is not the one the agent reads."""
+    return lean_item(item, store.build)
 
 
-def _items(items: list[Annotation] | list[PageNote]) -> list[dict[str, Any]]:
-    return [_item(i) for i in items]
+def _items(
+    items: list[Annotation] | list[PageNote], store: store_module.Store
+) -> list[dict[str, Any]]:
+    served = store.build
+    return [lean_item(i, served) for i in items]
 
 
 def _left(review: Review) -> list[Annotation | PageNote]:
@@ -186,7 +200,9 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
         "file (relative to the project) and 1-based lines the note points at, absent when it "
         "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
-        "`orphaned`: the file is gone, `removed`: deleted as asked). Absent fields are left out. Resolved annotations are left out unless asked for. At "
+        "`orphaned`: the file is gone, `removed`: deleted as asked). `build` {branch, commit, "
+        "anchoredOn?}: the build it was made on, and the newer one it was re-anchored on. "
+        "Absent fields are left out. Resolved annotations are left out unless asked for. At "
         "most `limit` (50) are returned; when more match, a second text block says how to get "
         "the next ones (`offset`). "
         f"Order of work for each: {order_of_work()}. {intents()}",
@@ -202,10 +218,13 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         offset: Annotated[
             int, Field(ge=0, description="Skip this many first (for the next page)")
         ] = 0,
+        branch: Branch = None,
     ) -> CallToolResult:
         def page(s: store_module.Store) -> CallToolResult:
-            found = s.list_annotations(pageUrl, status, limit=limit + 1, offset=offset)
-            result = _result(_json(_items(found[:limit])))
+            found = s.list_annotations(
+                pageUrl, status, limit=limit + 1, offset=offset, branch=branch
+            )
+            result = _result(_json(_items(found[:limit], s)))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
                 result.content.append(TextContent(type="text", text=MORE.format(
@@ -222,10 +241,12 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         "(set_in_progress, address_annotation, add_agent_reply) with their id.",
         READ,
     )
-    def list_page_notes(pageUrl: PageUrl = None, status: Status = None) -> CallToolResult:
+    def list_page_notes(
+        pageUrl: PageUrl = None, status: Status = None, branch: Branch = None
+    ) -> CallToolResult:
         def notes(s: store_module.Store) -> CallToolResult:
-            found = s.list_page_notes(pageUrl, status)
-            result = _result(_json(_items(found)))
+            found = s.list_page_notes(pageUrl, status, branch=branch)
+            result = _result(_json(_items(found, s)))
             _hint(s, result, pageUrl, found)
             return result
 
@@ -237,7 +258,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         READ,
     )
     def get_annotation(id: Id) -> CallToolResult:
-        return call(lambda s: _item(s.get_annotation(id)))
+        return call(lambda s: _item(s.get_annotation(id), s))
 
     @tool(
         "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
@@ -289,7 +310,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     ) -> CallToolResult:
         return call(
             lambda s: _item(
-                s.address_annotation(id, replacedText, message=message, deleted=deleted)
+                s.address_annotation(id, replacedText, message=message, deleted=deleted), s
             )
         )
 
@@ -304,7 +325,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
     def set_in_progress(
         id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.set_in_progress(id)))
+        return call(lambda s: _item(s.set_in_progress(id), s))
 
     @tool(
         "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
@@ -317,7 +338,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         id: Annotated[str, Field(description="The annotation ID to reply to")],
         message: Annotated[str, Field(description="The reply: what was done, or your answer")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.add_agent_reply(id, message)))
+        return call(lambda s: _item(s.add_agent_reply(id, message), s))
 
     @tool(
         "Record the text that now stands where the annotated text was, after you edited the "
@@ -339,7 +360,7 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
             ),
         ],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.update_annotation_target(id, replacedText)))
+        return call(lambda s: _item(s.update_annotation_target(id, replacedText), s))
 
     @tool(
         "The note with the current Markdown around it, as plain text: what its intent asks, its "

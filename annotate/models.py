@@ -17,6 +17,7 @@ __all__ = [
     "INTENTS",
     "STATUSES",
     "Annotation",
+    "Build",
     "ElementSelector",
     "PageNote",
     "PageSource",
@@ -67,12 +68,16 @@ def lean(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def lean_item(item: Annotation | PageNote) -> dict[str, Any]:
+def lean_item(item: Annotation | PageNote, served: Build | None = None) -> dict[str, Any]:
     """An annotation or page note as agents get it: `lean`, and `originalSource` only once it
-    differs from `source` (until the lines change it repeats them, excerpt and all)."""
+    differs from `source` (until the lines change it repeats them, excerpt and all); `build` only
+    when it is not `served`, the build the answering process reads (made on the build the agent
+    reads, it says nothing: ~77 bytes of indented JSON a note, benchmarks/builds.py)."""
     data = item.to_dict()
     if data.get("originalSource") is not None and data["originalSource"] == data.get("source"):
         data["originalSource"] = None
+    if served is not None and item.build == served:
+        data["build"] = None
     return lean(data)
 
 
@@ -187,6 +192,31 @@ class PageSource:
         return {"path": self.path}
 
 
+@dataclass(frozen=True, slots=True)
+class Build:
+    """The build of the docs a note was made on (annotate/build.py): a branch and a commit,
+    either unknown (None) but not both.
+
+    On a note, `anchored_on` is the commit of a newer build of the same branch whose Markdown the
+    note was located in again (None while it was only ever read on its own build).
+    """
+
+    branch: str | None
+    commit: str | None
+    anchored_on: str | None = None
+
+    def text(self) -> str:
+        """`main @ 0b105a0c1d2e`, and where it was located again, for people."""
+        made = " @ ".join(v for v in (self.branch or "(no branch)", self.commit) if v)
+        return f"{made}, re-anchored on {self.anchored_on}" if self.anchored_on else made
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"branch": self.branch, "commit": self.commit}
+        if self.anchored_on:
+            out["anchoredOn"] = self.anchored_on
+        return out
+
+
 @dataclass(slots=True)
 class Annotation:
     id: str
@@ -209,6 +239,8 @@ class Annotation:
     original_source: Source | None = None
     anchor_state: AnchorState = "anchored"
     anchor_score: float | None = None
+    # The build the note was made on (annotate/build.py), and where it was located again.
+    build: Build | None = None
     replies: tuple[Reply, ...] = ()
     author: str | None = None
     in_progress_at: str | None = None
@@ -274,6 +306,7 @@ class PageNote:
     resolved_at: str | None = None
     # The page's Markdown file, when known (from the plugin's page record or mkdocs.yml).
     source: PageSource | None = None
+    build: Build | None = None
 
     kind = "page_note"
 

@@ -10,6 +10,10 @@ time) are located again — by `replacedText` when the agent recorded one, else 
 - `orphaned`: the file is gone (or, for an element note, the element was never found in it);
 - `removed` (set by `address_annotation(deleted=True)`): the text was deleted as asked; left be.
 
+A note made on another commit of the branch being served (issue #20, `annotate/build.py`) is
+located again even in an unchanged file, and records that commit (`anchored_on`, the answer's
+`build.anchoredOn`): "made on build A, re-anchored on B".
+
 Nothing is ever dropped. A note that is not `anchored` keeps the lines where it was last seen, and
 `Source.last_known` says so: they never claim the text that now stands there (issue #13).
 Element notes are looked for by their `src`, `href` or text (`sourcemap.locate_element`); text
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import generated, sourcemap
+from .models import Build
 from .pages import resolve_page, safe_path
 
 __all__ = ["Locator", "locate_source", "plan"]
@@ -133,17 +138,25 @@ def _element_source(text: str, row: Mapping[str, Any]) -> sourcemap.SourceMatch 
 
 
 def plan(
-    rows: Iterable[Mapping[str, Any]], locator: Locator, *, force: bool = False
+    rows: Iterable[Mapping[str, Any]],
+    locator: Locator,
+    *,
+    force: bool = False,
+    build: Build | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The column updates that bring `rows` up to date with the files on disk, by annotation id.
 
     A row is looked at again only when its file's mtime is not
-    the one recorded at the last check (or with `force`).
+    the one recorded at the last check (or with `force`), or when `build` (the build being
+    served) is another commit of the branch the note was made on than the one it was last
+    located on: then it is located again even in an unchanged file, and `anchored_on` records
+    that commit (`Build.anchored_on`, the answer's `build.anchoredOn`).
     """
     updates: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row["anchor_state"] == "removed":
             continue  # a removed note's text was deleted on purpose: nothing to find
+        newer = _newer_build(row, build)
         element = row["type"] == "element"
         current = row["source_file"]
         path = current
@@ -155,13 +168,17 @@ def plan(
         if mtime is None:
             if (current or element) and row["anchor_state"] != "orphaned":
                 updates[row["id"]] = {"anchor_state": "orphaned", "anchor_score": 0.0}
+            if newer is not None:
+                updates.setdefault(row["id"], {})["anchored_on"] = newer.anchored_on
             continue
-        if not force and path == current and row["source_mtime"] == mtime:
+        if not force and newer is None and path == current and row["source_mtime"] == mtime:
             continue  # unchanged since the last check: costs nothing
         text = locator.read(path)
         if text is None:
             continue
         change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
+        if newer is not None:
+            change["anchored_on"] = newer.anchored_on
         match = _element_source(text, row) if element else locate_source(text, row)[0]
         # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
         # never re-pointed at a directive near where it was.
@@ -203,6 +220,24 @@ def plan(
     return updates
 
 
+def _newer_build(row: Mapping[str, Any], build: Build | None) -> Build | None:
+    """`build` with the `anchored_on` the row should record, when that is not what it records.
+
+    A note made on commit A of a branch and read while commit B of the same branch is served
+    records B; read on A again, it records nothing. Notes of other branches, or without a build,
+    are not compared (their Markdown is still reconciled by mtime as any note's).
+    """
+    if build is None or build.branch is None or build.commit is None:
+        return None
+    made = row.get("build_commit")
+    if made is None or row.get("build_branch") != build.branch:
+        return None
+    target = None if made == build.commit else build.commit
+    if row.get("anchored_on") == target:
+        return None
+    return Build(build.branch, build.commit, target)
+
+
 def _generated(
     text: str, row: Mapping[str, Any], locator: Locator
 ) -> generated.GeneratedSource | None:
@@ -227,5 +262,6 @@ def changed(row: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
         "source_line_end",
         "anchor_state",
         "anchor_score",
+        "anchored_on",
     )
-    return any(k in update and update[k] != row[k] for k in visible)
+    return any(k in update and update[k] != row.get(k) for k in visible)

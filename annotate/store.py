@@ -28,6 +28,7 @@ from typing import Any, Literal, overload
 
 import sqlite_utils
 
+from . import build as builds
 from . import pages, pgdb, reconcile, sourcemap, urls
 from . import validation as validate
 from .dbfile import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, DbFile, now
@@ -47,6 +48,7 @@ from .models import (
     ANCHOR_STATES,
     STATUSES,
     Annotation,
+    Build,
     ElementSelector,
     PageNote,
     PageSource,
@@ -107,7 +109,10 @@ def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
 
 
 def open(
-    project: str | os.PathLike[str] | None = None, *, db: str | os.PathLike[str] | None = None
+    project: str | os.PathLike[str] | None = None,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    build: Build | Mapping[str, Any] | Literal["auto"] | None = None,
 ) -> Store:
     """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing.
 
@@ -115,14 +120,22 @@ def open(
     (`annotate.project.find_project`): never a new store inside `docs/`. `db`: another SQLite
     file (its project is `project` as given, else the file's), or a PostgreSQL database
     (`postgresql://user:password@host/dbname`, docs/storage.md; its tables are created when
-    missing), whose notes point into the project found as above.
+    missing), whose notes point into the project found as above. `build`: the build the notes
+    made through this store belong to (`Store.build`); `"auto"` reads it as `annotate serve`
+    does (`annotate.build.current`: the environment, else git in the project).
     """
+    def source(root: str | os.PathLike[str]) -> builds.BuildSource:
+        return builds.Current(root) if build == "auto" else builds.of(build)
+
     if db is not None and pgdb.is_url(db):
-        return Store(db, project_dir=find_project(project))
+        root = find_project(project)
+        return Store(db, project_dir=root, build=source(root))
     if db is not None:
-        return Store(db, project_dir=project or None)
+        found = Store(db, project_dir=project or None)
+        found.build_source = source(found.project_dir)
+        return found
     root = find_project(project)
-    return Store(project_db_path(root), project_dir=root)
+    return Store(project_db_path(root), project_dir=root, build=source(root))
 
 
 class Store:
@@ -140,6 +153,7 @@ class Store:
         *,
         project_dir: str | os.PathLike[str] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
+        build: builds.BuildSource = None,
     ) -> None:
         """`path`: an SQLite file, or a `postgresql://` URL (annotate/pgdb.py; `project_dir`
         then defaults to the current folder)."""
@@ -155,10 +169,23 @@ class Store:
         else:
             self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
             self.path, self.url = self._file.path, None
+        # The build being served (annotate/build.py), or what reads it: new notes record it, and
+        # notes made on another commit of its branch are located again in its Markdown and say so.
+        self.build_source: builds.BuildSource = build
         self.project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+
+    @property
+    def build(self) -> Build | None:
+        """The build being served now (`build_source`, annotate/build.py), or None."""
+        source = self.build_source
+        return source() if callable(source) else source
+
+    @build.setter
+    def build(self, value: builds.BuildSource) -> None:
+        self.build_source = value
 
     # -- the file (annotate/dbfile.py) ---------------------------------------------------------
 
@@ -233,22 +260,43 @@ class Store:
     def _stale(
         self, conn: sqlite3.Connection, scope: str, params: Sequence[Any]
     ) -> list[dict[str, Any]]:
-        """The rows `scope` selects whose Markdown file changed since their last check."""
+        """The rows `scope` selects whose Markdown file changed since their last check, and those
+        made on another commit of the served build's branch and not yet located in this one
+        (`reconcile._newer_build` says the same of one row)."""
         live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
+        build = self.build
+        # One grouped query tells both: the files and mtimes, and whether any row is behind.
+        behind, behind_params, any_behind = "", [], "0"
+        if build is not None and build.branch is not None and build.commit is not None:
+            behind = (
+                "build_branch = ? AND build_commit IS NOT NULL "
+                "AND coalesce(anchored_on, build_commit) != ?"
+            )
+            behind_params = [build.branch, build.commit]
+            any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
         groups = conn.execute(
-            f"SELECT source_file, source_mtime {live} GROUP BY source_file, source_mtime", params
+            f"SELECT source_file, source_mtime, {any_behind} {live} "
+            "GROUP BY source_file, source_mtime",
+            [*behind_params, *params],
         ).fetchall()
         if not groups:
             return []
         locator = self._locator()
-        changed = {f for f, mtime in groups if f is None or locator.mtime(f) != mtime}
-        if not changed:
+        changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
+        moved = any(late for _, _, late in groups)
+        if not changed and not moved:
             return []
         files = sorted(f for f in changed if f is not None)
         which = [f"source_file IN ({','.join('?' * len(files))})"] if files else []
         if None in changed:
             which.append("source_file IS NULL")
-        return _query(conn, f"SELECT * {live} AND ({' OR '.join(which)})", [*params, *files])
+        if moved:
+            which.append(f"({behind})")
+        return _query(
+            conn,
+            f"SELECT * {live} AND ({' OR '.join(which)})",
+            [*params, *files, *(behind_params if moved else [])],
+        )
 
     def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
         out: dict[str, list[Reply]] = {}
@@ -363,6 +411,13 @@ class Store:
         sets = ", ".join(f"{k} = ?" for k in values)
         conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), id))
 
+    def _build_columns(self) -> dict[str, Any]:
+        """The columns of a new note that say which build it was made on (`self.build`)."""
+        build = self.build
+        if build is None:
+            return {}
+        return {"build_branch": build.branch, "build_commit": build.commit}
+
     def _insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
         cols = ", ".join(values)
         marks = ", ".join("?" * len(values))
@@ -388,6 +443,7 @@ class Store:
             "anchor_state": "anchored",
             "created_at": stamp,
             "updated_at": stamp,
+            **self._build_columns(),
         }
         blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
         update = reconcile.plan([blank | row], self._locator(), force=True)
@@ -418,6 +474,7 @@ class Store:
         include_resolved: bool = ...,
         limit: int | None = ...,
         offset: int = ...,
+        branch: str | None = ...,
         as_json: Literal[False] = ...,
     ) -> list[Annotation]: ...
 
@@ -432,6 +489,7 @@ class Store:
         include_resolved: bool = ...,
         limit: int | None = ...,
         offset: int = ...,
+        branch: str | None = ...,
         as_json: Literal[True],
     ) -> str: ...
 
@@ -445,6 +503,7 @@ class Store:
         include_resolved: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        branch: str | None = None,
         as_json: bool = False,
     ) -> list[Annotation] | str:
         """Annotations in creation order; resolved ones only when asked for (by status or flag).
@@ -463,6 +522,7 @@ class Store:
             include_resolved=include_resolved,
             limit=limit,
             offset=offset,
+            branch=branch,
         )
         where, params = found.where()
         page, window = found.page()
@@ -625,7 +685,7 @@ class Store:
         rows = [r for r in rows if r["anchor_state"] != "removed"]
         if not rows:
             return 0
-        updates = reconcile.plan(rows, self._locator(), force=force)
+        updates = reconcile.plan(rows, self._locator(), force=force, build=self.build)
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
@@ -654,7 +714,9 @@ class Store:
         an unchanged file.
         """
         planned = {**row, **values}
-        update = reconcile.plan([planned], self._locator(), force=force).get(row["id"])
+        update = reconcile.plan([planned], self._locator(), force=force, build=self.build).get(
+            row["id"]
+        )
         if not update:
             return False
         values.update(update)
@@ -961,6 +1023,7 @@ class Store:
             "status": "open",
             "created_at": stamp,
             "updated_at": stamp,
+            **self._build_columns(),
         }
         with self._tx(write=True) as conn:
             self._insert(conn, "page_notes", row)
@@ -978,12 +1041,14 @@ class Store:
         status: str | Iterable[str] | None = None,
         *,
         include_resolved: bool = False,
+        branch: str | None = None,
     ) -> list[PageNote]:
         """Page notes in creation order, filtered as `list_annotations` filters."""
         found = Filter.of(
             None if page_url is None else self.page_url(page_url),
             status,
             include_resolved=include_resolved,
+            branch=branch,
         )
         where, params = found.where()
         with self._tx(write=False) as conn:
@@ -1371,6 +1436,7 @@ def _element(stored: str) -> ElementSelector:
 
 # Rows to objects, generated from the field table (annotate/fields.py): one constructor call each.
 _DECODING = {
+    "Build": Build,
     "TextQuote": TextQuote,
     "TextPosition": TextPosition,
     "Source": Source,

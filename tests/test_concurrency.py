@@ -325,8 +325,8 @@ def test_a_read_does_not_overwrite_a_newer_anchor(
     real_plan = reconcile.plan
     agent_saw: list[annotate.Annotation] = []
 
-    def plan_then_let_the_agent_in(rows: Any, locator: Any, *, force: bool = False) -> Any:
-        updates = real_plan(rows, locator, force=force)
+    def plan_then_let_the_agent_in(rows: Any, locator: Any, **options: Any) -> Any:
+        updates = real_plan(rows, locator, **options)
         monkeypatch.setattr(reconcile, "plan", real_plan)  # interleave once
         # ... and records its replacement while the reviewer's read sits between planning (by the
         # old quote: not found, "stale") and writing that plan.

@@ -16,6 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 import annotate
+from annotate.models import Build
 from annotate.web import create_app
 
 from .conftest import element_note, text_note, write_project
@@ -23,16 +24,22 @@ from .conftest import element_note, text_note, write_project
 TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
 STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?Z| UTC)")
+MADE, SERVED = "0b105a0c1d2e", "def5678abcde"
 INSTALL = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n\nThen build the site.\n"
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[tuple[TestClient, list[str]]]:
     """A store with every kind of field filled in, and the ids in order of creation."""
-    store = annotate.open(write_project(tmp_path, INSTALL))
+    # Issue #20: two notes made on a build of `main` (the others on none); served from a newer
+    # build of `main`, the located one says where it was located again (`build.anchoredOn`).
+    store = annotate.open(
+        write_project(tmp_path, INSTALL), build={"branch": "main", "commit": MADE}
+    )
     located = store.add_annotation(
         text_note(intent="replace", suggestion="pipx install it\n  (indented)", author="Ada")
     )
+    store.build = None
     element = store.add_annotation(element_note(author="Lin"))
     bare = store.add_annotation(
         text_note(pageUrl="/elsewhere/", pageTitle="", position=None, quote=None, note="x")
@@ -46,6 +53,7 @@ def client(tmp_path: Path) -> Iterator[tuple[TestClient, list[str]]]:
             position=None,
         )
     )
+    store.build = Build("main", MADE)
     page = store.add_page_note(
         {"pageUrl": "/guide/install/", "pageTitle": "Install", "note": "Too long.", "author": "Ada"}
     )
@@ -60,6 +68,7 @@ def client(tmp_path: Path) -> Iterator[tuple[TestClient, list[str]]]:
     # The agent's edit, so that the source moved on from the original one.
     (tmp_path / "docs" / "guide" / "install.md").write_text(INSTALL.replace("pip ", "pipx "))
     ids = [located.id, element.id, bare.id, gone.id, page.id]
+    store.build = Build("main", SERVED)
     app = create_app(store, token=TOKEN, changes_timeout=0.1, poll_interval=0.05)
     with TestClient(
         app, base_url="http://127.0.0.1:8000", headers={"X-Annotate-Token": TOKEN}
@@ -89,6 +98,7 @@ SCHEMAS = [
     "Position",
     "ElementSelector",
     "Source",
+    "Build",
     "Annotation",
     "PageNote",
     "AnnotationInput",

@@ -128,9 +128,9 @@ async def test_tool_list(project: Path) -> None:
         assert "Mode `edit`" in listed["wait_for_review"].description
         assert "Mode `review`" in listed["wait_for_review"].description
         assert "edit" in client.instructions and "review" in client.instructions
-        # The reference's parameter names, unchanged.
+        # The reference's parameter names, and issue #20's optional branch on the listing.
         props = {n: set(t.input_schema.get("properties", {})) for n, t in listed.items()}
-        assert props["list_annotations"] == {"pageUrl", "status", "limit", "offset"}
+        assert props["list_annotations"] == {"pageUrl", "status", "limit", "offset", "branch"}
         assert props["list_page_notes"] >= {"pageUrl"}
         assert props["get_annotation"] == {"id"}
         assert props["get_export"] == set()

@@ -51,8 +51,8 @@ def test_add_text_annotation_round_trips(store: Store) -> None:
     assert list(d) == [
         "id", "type", "pageUrl", "pageTitle", "note", "status", "intent", "suggestion",
         "selectedText", "quote", "position", "replacedText", "elementSelector", "source",
-        "originalSource", "anchorState", "anchorScore", "replies", "author", "createdAt", "updatedAt",
-        "inProgressAt", "addressedAt", "resolvedAt",
+        "originalSource", "anchorState", "anchorScore", "build", "replies", "author", "createdAt",
+        "updatedAt", "inProgressAt", "addressedAt", "resolvedAt",
     ]  # fmt: skip
     assert d["quote"] == {
         "exact": "pip install mkdocs-annotate",

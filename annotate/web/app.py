@@ -28,6 +28,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .. import __version__, export, urls
+from .. import build as builds
 from .. import validation as validate
 from ..anchoring.pagecache import Anchors
 from ..dbfile import DEFAULT_DIR
@@ -248,7 +249,7 @@ class Api:
     # annotations
 
     async def list_annotations(self, request: Request) -> Response:
-        _allow(request, "page", "status", "type", "anchorState", "includeResolved")
+        _allow(request, "page", "status", "type", "anchorState", "includeResolved", "branch")
         page = _page(request)
         status = _statuses(request)
         kind = request.query_params.get("type")
@@ -262,6 +263,7 @@ class Api:
                 type=kind,
                 anchor_state=anchor,
                 include_resolved=resolved,
+                branch=request.query_params.get("branch"),
                 as_json=True,
             )
         )
@@ -353,12 +355,18 @@ class Api:
     # page notes
 
     async def list_page_notes(self, request: Request) -> Response:
-        _allow(request, "page", "status", "includeResolved")
+        _allow(request, "page", "status", "includeResolved", "branch")
         page = _page(request)
         status = _statuses(request)
         resolved = _bool(request, "includeResolved")
         items = await run_in_threadpool(
-            self.store.list_page_notes, page, status, include_resolved=resolved
+            functools.partial(
+                self.store.list_page_notes,
+                page,
+                status,
+                include_resolved=resolved,
+                branch=request.query_params.get("branch"),
+            )
         )
         return JsonResponse({"pageNotes": [n.to_dict() for n in items]})
 
@@ -550,6 +558,9 @@ def create_app(
     current_token: Callable[[], str] = token if callable(token) else (lambda: token)
     if not current_token():
         raise ValueError("create_app needs a non-empty token")
+    if store.build_source is None:
+        # Notes made through the API record the build being served (annotate/build.py).
+        store.build_source = builds.Current(store.project_dir)
     if page_sources is not None:
         store.register_pages(dict(page_sources() if callable(page_sources) else page_sources))
     feed = ChangeFeed(store, timeout=changes_timeout, interval=poll_interval)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import validation as v
+from ..build import MAX_NAME as MAX_BUILD_NAME
 from ..fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
 from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STATUSES
 
@@ -152,6 +153,11 @@ STATUS = _query(
     "Only these statuses: repeat it, or give a comma list; `all` for every status. "
     "Default: everything but `resolved`.",
 )
+BRANCH = _query(
+    "branch",
+    _string(MAX_BUILD_NAME, minLength=1),
+    "Only notes made on a build of this branch (their `build.branch`).",
+)
 INCLUDE_RESOLVED = _query(
     "includeResolved", {"type": "boolean"}, "Include resolved items (default false)."
 )
@@ -240,6 +246,7 @@ def _schemas() -> dict[str, Any]:
         "ElementSelector": _ref("ElementSelector"),
         "Source": _ref("Source"),
         "PageSource": _object({"path": string}, ["path"]),
+        "Build": _ref("Build"),
         "Reply": _ref("Reply"),
     }
     annotation = _answer(ANNOTATION, composites)
@@ -458,6 +465,11 @@ def _schemas() -> dict[str, Any]:
         "Position": position,
         "ElementSelector": element,
         "Source": source,
+        # annotate/build.py; `anchoredOn` only once located again on a newer build.
+        "Build": _object(
+            {"branch": nullable_string, "commit": nullable_string, "anchoredOn": string},
+            ["branch", "commit"],
+        ),
         "Annotation": annotation,
         "PageNote": page_note,
         "AnnotationInput": annotation_input,
@@ -651,6 +663,7 @@ def _paths() -> dict[str, Any]:
                         "Only these anchor states (repeat, or a comma list).",
                     ),
                     INCLUDE_RESOLVED,
+                    BRANCH,
                 ],
             ),
             "post": _op(
@@ -693,7 +706,7 @@ def _paths() -> dict[str, Any]:
                     )
                 },
                 READ_ERRORS,
-                params=[PAGE, STATUS, INCLUDE_RESOLVED],
+                params=[PAGE, STATUS, INCLUDE_RESOLVED, BRANCH],
             ),
             "post": _op(
                 "Create a page note",
