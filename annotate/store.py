@@ -124,6 +124,7 @@ def open(
     made through this store belong to (`Store.build`); `"auto"` reads it as `annotate serve`
     does (`annotate.build.current`: the environment, else git in the project).
     """
+
     def source(root: str | os.PathLike[str]) -> builds.BuildSource:
         return builds.Current(root) if build == "auto" else builds.of(build)
 
