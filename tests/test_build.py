@@ -35,6 +35,8 @@ from annotate.web import create_app
 from .conftest import text_note, write_project
 from .test_web_server import Server, _first_line
 
+# The re-anchoring test also runs on PostgreSQL (tests/conftest.py).
+BACKENDS = ("sqlite", "postgresql")
 TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
 INSTALL = """\
@@ -275,10 +277,10 @@ async def test_the_mcp_tools_list_one_branch(branches: tuple[Path, dict[str, str
 # -- a newer build of the same branch ---------------------------------------------------------
 
 
-def listed(root: Path) -> dict[str, Any]:
+def listed(root: Path, db: str | None = None) -> dict[str, Any]:
     """The one annotation as the web API lists it (SQLite's JSON), read by a store that serves
     the checkout's build; checked against the objects' own JSON."""
-    with annotate.open(root, build="auto") as store:
+    with annotate.open(root, db=db, build="auto") as store:
         rows = json.loads(store.list_annotations(include_resolved=True, as_json=True))
         objects = [a.to_dict() for a in store.list_annotations(include_resolved=True)]
     assert rows == objects and len(rows) == 1
@@ -286,29 +288,29 @@ def listed(root: Path) -> dict[str, Any]:
     return row
 
 
-def test_a_newer_build_re_anchors_and_says_so(repo: Path) -> None:
+def test_a_newer_build_re_anchors_and_says_so(repo: Path, db_url: str | None) -> None:
     made = git(repo, "rev-parse", "HEAD")[:12]
-    with annotate.open(repo, build="auto") as store:
+    with annotate.open(repo, db=db_url, build="auto") as store:
         note = store.add_annotation(text_note())
     assert note.source is not None and note.source.line_start == QUOTE_LINE
     assert note.build == Build("main", made)
     # The branch moves on: a line inserted above the passage.
     install(repo).write_text(INSTALL.replace("Some words", "A new intro line.\n\nSome words"))
     newer = commit(repo, "intro")
-    got = listed(repo)
+    got = listed(repo, db_url)
     assert got["source"]["lineStart"] == QUOTE_LINE + 2
     assert got["anchorState"] == "anchored"
     assert got["build"] == {"branch": "main", "commit": made, "anchoredOn": newer}
     # A commit that leaves the page alone: located again all the same, and said.
     (repo / "docs" / "index.md").write_text("# Home\n")
     other = commit(repo, "home")
-    got = listed(repo)
+    got = listed(repo, db_url)
     assert got["source"]["lineStart"] == QUOTE_LINE + 2
     assert got["build"]["anchoredOn"] == other
     # The passage removed: flagged, never dropped, its last known lines kept.
     install(repo).write_text(INSTALL.replace("Run pip install mkdocs-annotate in a shell.\n", ""))
     gone = commit(repo, "remove")
-    got = listed(repo)
+    got = listed(repo, db_url)
     assert got["id"] == note.id
     assert got["anchorState"] == "stale" and got["source"]["lastKnown"] is True
     assert got["build"]["anchoredOn"] == gone
