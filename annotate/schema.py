@@ -195,7 +195,28 @@ MIGRATIONS += [
         len(MIGRATIONS) + 1, max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1
     )
 ]
+
+
+def _shown(db: sqlite_utils.Database) -> None:
+    # issue #19: which views acknowledged a `show_annotation` (a change row of action `show`),
+    # one row per view; rows older than a few minutes are pruned by the next show.
+    db.execute(
+        "CREATE TABLE shown (seq BIGINT NOT NULL, viewer TEXT NOT NULL, at TEXT NOT NULL, "
+        "PRIMARY KEY (seq, viewer))"
+    )
+
+
+MIGRATIONS.append(_shown)
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
-    {"annotations", "page_notes", "replies", "reviews", "changes", "pages", "schema_version"}
+    {
+        "annotations",
+        "page_notes",
+        "replies",
+        "reviews",
+        "changes",
+        "pages",
+        "shown",
+        "schema_version",
+    }
 )
