@@ -84,7 +84,7 @@ function show(item) {
 // resolved note, text deleted as asked or not found), its row in the panel is.
 
 const FLASH_MS = 1600;
-const ring = h("div", { class: "active box flash", hidden: true });
+const ring = h("div", { class: "ring", hidden: true });
 root.append(ring);
 let ringEnd = 0;
 
@@ -94,11 +94,12 @@ function pointAt(item) {
     (item.type === "element" ? findElement(item.elementSelector) : textRange(item));
   if (at) show(item);
   else {
-    if (!S.open) sync(); // what only an open panel loads (as setPanel, without taking the focus)
+    const opening = !S.open;
     session.set("panel", true);
     session.set("tab", "page");
     if (!visible([item]).length) filter.value = S.filter = "all";
     set("panel view active", { open: true, tab: "page", drawn: LIST_STEP, active: item.id });
+    if (opening) sync(); // what only an open panel loads (as setPanel, without taking the focus)
     at = rows.get(item.id);
     at?.scrollIntoView({ block: "nearest" });
   }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 import annotate
 
@@ -15,7 +15,7 @@ FAR = "The last paragraph sits far below the fold."
 
 # Records the ring's first showing (its box and animation) in window.__ring, whenever it comes.
 WATCH_RING = """() => {
-  const ring = document.getElementById('annotate-host').shadowRoot.querySelector('.flash');
+  const ring = document.getElementById('annotate-host').shadowRoot.querySelector('.ring');
   window.__ring = null;
   new MutationObserver(() => {
     if (ring.hidden || window.__ring) return;
@@ -54,6 +54,17 @@ def _show(server: Server, id: str) -> int:
         return int(store.show_annotation(id, wait=8))
 
 
+def _box(locator: Locator) -> dict[str, float]:
+    box = locator.bounding_box()
+    assert box is not None
+    return {
+        "top": box["y"],
+        "bottom": box["y"] + box["height"],
+        "left": box["x"],
+        "right": box["x"] + box["width"],
+    }
+
+
 def _inside(inner: dict[str, Any], outer: dict[str, Any]) -> bool:
     return (
         outer["top"] <= inner["top"]
@@ -81,7 +92,7 @@ def test_the_page_of_the_note_scrolls_to_it_and_flashes(page: Page, plain_server
     assert passage["top"] >= 0 and passage["bottom"] <= height  # scrolled into view
     ring = page.evaluate("window.__ring")
     assert _inside(passage, ring)  # the ring is around the passage
-    assert ring["animation"] == "flash"
+    assert ring["animation"] == "ring"
     # The note is the active one, as when the reviewer clicks it in the panel.
     assert page.evaluate("CSS.highlights.get('annotate-active').size") == 1
     # The page elsewhere neither scrolled nor flashed.
@@ -104,15 +115,7 @@ def test_a_page_note_made_after_loading_opens_in_the_panel_without_motion(
     expect(row).to_have_class("item active")
     page.wait_for_function("() => window.__ring !== null")
     ring = page.evaluate("window.__ring")
-    box = row.bounding_box()
-    assert box is not None
-    row_box = {
-        "top": box["y"],
-        "bottom": box["y"] + box["height"],
-        "left": box["x"],
-        "right": box["x"] + box["width"],
-    }
-    assert _inside(row_box, ring)
+    assert _inside(_box(row), ring)
     assert ring["animation"] == "none"  # prefers-reduced-motion: a steady ring
 
 
@@ -130,3 +133,30 @@ def test_a_resolved_note_is_shown_in_the_panel(page: Page, plain_server: Server)
     expect(row).to_be_visible()
     expect(page.locator("#annotate-filter")).to_have_value("all")
     assert page.evaluate("scrollY") == 0
+
+
+def test_an_element_note_is_scrolled_to_and_ringed(page: Page, plain_server: Server) -> None:
+    with annotate.open(plain_server.project) as store:
+        note = store.add_annotation(
+            {
+                "type": "element",
+                "pageUrl": "/",
+                "note": "Make the callout stand out.",
+                "elementSelector": {
+                    "cssSelector": "aside.callout",
+                    "xpath": "/html/body/main/aside",
+                    "tagName": "aside",
+                    "description": "The callout",
+                },
+            }
+        )
+    open_page(page, plain_server.url)
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.evaluate(WATCH_RING)
+    callout = page.locator("aside.callout")
+    expect(callout).not_to_be_in_viewport()
+    with annotate.open(plain_server.project) as store:
+        assert int(store.show_annotation(note.id, wait=8)) == 1
+    expect(callout).to_be_in_viewport()
+    page.wait_for_function("() => window.__ring !== null")
+    assert _inside(_box(callout), page.evaluate("window.__ring"))
