@@ -3,13 +3,16 @@ it and flashes it; a page elsewhere stays still; the call answers how many views
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
 import annotate
 
-from .conftest import Server, open_page, wait_painted
+from ..test_plugin_serve import DevServer
+from .conftest import SITES, Server, open_page, wait_painted
 
 FAR = "The last paragraph sits far below the fold."
 
@@ -160,3 +163,41 @@ def test_an_element_note_is_scrolled_to_and_ringed(page: Page, plain_server: Ser
     expect(callout).to_be_in_viewport()
     page.wait_for_function("() => window.__ring !== null")
     assert _inside(_box(callout), page.evaluate("window.__ring"))
+
+
+def test_mkdocs_serve_with_the_plugin(page: Page, tmp_path: Path) -> None:
+    # The same under `mkdocs serve`: the API behind the dev server (annotate/devserver.py).
+    project = tmp_path / "project"
+    shutil.copytree(SITES / "material", project)
+    config = project / "mkdocs.yml"
+    config.write_text(config.read_text() + "plugins:\n  - annotate\n")
+    far = "The final paragraph mentions lighthouses and their keepers."
+    with annotate.open(project) as store:
+        note = store.add_annotation(
+            {
+                "type": "text",
+                "pageUrl": "/",
+                "note": "Which lighthouses?",
+                "selectedText": far,
+                "quote": {"exact": far, "prefix": "", "suffix": ""},
+            }
+        )
+    server = DevServer(project)
+    try:
+        page.set_viewport_size({"width": 1000, "height": 300})
+        open_page(page, server.base + "/")
+        elsewhere = page.context.new_page()
+        open_page(elsewhere, server.base + "/guide/")
+        page.evaluate(WATCH_RING)
+        assert page.evaluate(PASSAGE_BOX, far)["top"] > 300
+        with annotate.open(project) as store:
+            assert int(store.show_annotation(note.id, wait=8)) == 1
+        page.wait_for_function("() => window.__ring !== null")
+        passage = page.evaluate(PASSAGE_BOX, far)
+        assert passage["top"] >= 0 and passage["bottom"] <= 300
+        assert _inside(passage, page.evaluate("window.__ring"))
+        assert elsewhere.evaluate("scrollY") == 0
+    finally:
+        for p in page.context.pages:
+            p.close()
+        server.stop()
