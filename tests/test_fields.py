@@ -81,7 +81,7 @@ def load(name):
 
 f = load("fields")
 extra = f.Field(
-    "priority", nullable=True, limit=20, input=True, editable=True, export=True, since=5
+    "priority", nullable=True, limit=20, input=True, editable=True, export=True, since=6
 )
 at = [x.key for x in f.ANNOTATION].index("suggestion") + 1
 f.ANNOTATION = f.Table(
@@ -141,7 +141,7 @@ def test_a_new_field_reaches_every_surface(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     # its column, by the migration the table generates
-    assert out["version"] == 5
+    assert out["version"] == 6
     keys = list(out["created"])
     # validation took it, the decoder read it back, to_dict wrote it in the table's order
     assert out["created"]["priority"] == "high"
