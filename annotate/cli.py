@@ -30,6 +30,7 @@ from .models import (
     Annotation,
     PageNote,
     Review,
+    Shown,
     Summary,
     lean,
     lean_item,
@@ -575,6 +576,31 @@ def wait(ctx: Ctx, timeout: float) -> None:
         "instructions": agents.mode_instructions(review.mode, agents.CLI),
     }
     ctx.emit(data, lambda: _review_text(review, agents.CLI))
+
+
+@command(cli, "show")
+@click.argument("id")
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, store_module.MAX_SHOW_WAIT_S),
+    default=store_module.SHOW_WAIT_S,
+    show_default=True,
+    help="Seconds to wait at most for the open views to answer.",
+)
+def show(ctx: Ctx, id: str, wait: float) -> None:
+    """Scroll every open view of a note's page to it and flash it (show_annotation)."""
+    shown = ctx.store().show_annotation(id, wait)
+    ctx.emit(shown.to_dict(), lambda: _shown_text(shown, wait))
+
+
+def _shown_text(shown: Shown, wait: float) -> str:
+    n = int(shown)
+    head = (
+        f"Shown {shown.id} in {n} view{'' if n == 1 else 's'} of {shown.page_url}"
+        if n
+        else f"No view of {shown.page_url} answered within {wait:g} s (is the page open?)"
+    )
+    return head + (f"\n{shown.why_not}" if shown.why_not else "")
 
 
 @command(cli, "reviews")

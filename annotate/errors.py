@@ -22,6 +22,7 @@ __all__ = [
     "PageNoteNotFound",
     "ProjectNotFound",
     "ReviewNotFound",
+    "ShowNotFound",
     "StoreBusyError",
     "StoreCorruptError",
     "StoreError",
@@ -71,6 +72,14 @@ class PageNoteNotFound(NotFoundError):
     def __init__(self, id: str) -> None:
         super().__init__(f'Page note with ID "{id}" not found')
         self.id = id
+
+
+class ShowNotFound(NotFoundError):
+    """No `show_annotation` call wrote this change number (an acknowledgement's `seq`)."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"No show_annotation call has the change number {seq}")
+        self.seq = seq
 
 
 class ReviewNotFound(NotFoundError):

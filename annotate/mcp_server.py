@@ -67,6 +67,7 @@ TOOLS = (
     "summary",
     "list_reviews",
     "get_review",
+    "show_annotation",
 )
 PROMPTS = ("address-review", "address-note")
 PROGRESS_EVERY_S = 10.0
@@ -460,6 +461,21 @@ def build_server(project: str | Path | None = None, db: str | Path | None = None
         ] = 0,
     ) -> CallToolResult:
         return call(lambda s: s.get_review(id).brief(offset))
+
+    @tool(
+        'Point the reviewer at a note ("look here", e.g. after an edit): every open view of its '
+        "page (browser pages with the overlay, the review view in this chat) scrolls to the "
+        "note's passage and flashes it; a page note opens in the view's panel. Waits about 1.5 s "
+        "for the views to answer. Returns {id, pageUrl, views}: how many views showed it (0: no "
+        "view of that page is open), with `noPassage` when the views show the note in their panel "
+        "instead (resolved, deleted as asked, or its quote rewritten). Changes no data. "
+        'Error: `Annotation with ID "..." not found`.',
+    )
+    async def show_annotation(id: Id) -> CallToolResult:
+        # In a thread: a view in this chat acknowledges through this same server meanwhile.
+        return await anyio.to_thread.run_sync(
+            functools.partial(call, lambda s: s.show_annotation(id).to_dict())
+        )
 
     # -- prompts (issue #14, item 14): clients show them as slash commands ------------------
 

@@ -23,6 +23,7 @@ __all__ = [
     "PageSource",
     "Reply",
     "Review",
+    "Shown",
     "Source",
     "Summary",
     "TextPosition",
@@ -427,3 +428,25 @@ class Summary:
             "pages": self.pages,
             "pendingReviews": self.pending_reviews,
         }
+
+
+class Shown(int):
+    """How many views acknowledged a `Store.show_annotation` (it is that number), with the note's
+    `id` and page, and `why_not`: None when the views highlight the note's passage (or open a page
+    note in their panel), else why they show the note in their panel instead."""
+
+    id: str
+    page_url: str
+    why_not: str | None
+
+    def __new__(cls, views: int, id: str, page_url: str, why_not: str | None = None) -> Shown:
+        out = super().__new__(cls, views)
+        out.id, out.page_url, out.why_not = id, page_url, why_not
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The answer of the MCP tool and of `annotate show --json`."""
+        out: dict[str, Any] = {"id": self.id, "pageUrl": self.page_url, "views": int(self)}
+        if self.why_not:
+            out["noPassage"] = self.why_not
+        return out

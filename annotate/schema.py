@@ -201,6 +201,15 @@ def _source_fidelity(db: sqlite_utils.Database) -> None:
     db.table("pages").add_column("generated", str)
 
 
+def _shown(db: sqlite_utils.Database) -> None:
+    # issue #19: which views acknowledged a `show_annotation` (a change row of action `show`),
+    # one row per view; rows older than a few minutes are pruned by the next show.
+    db.execute(
+        "CREATE TABLE shown (seq BIGINT NOT NULL, viewer TEXT NOT NULL, at TEXT NOT NULL, "
+        "PRIMARY KEY (seq, viewer))"
+    )
+
+
 def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
     """The migration to `version` of the fields declared `since=version` (annotate/fields.py)."""
 
@@ -224,8 +233,21 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _page_sources,
     _agent_loop,
     _source_fidelity,
+    _shown,
 ]
-# A field added to the table after these brings its own migration.
+# A field added to the table after these brings its own migration: its `since` must come after
+# them, or its column would never be added.
+_late = [
+    f"{t.name}.{f.key} (since={f.since})"
+    for t in (ANNOTATION, PAGE_NOTE, REPLY)
+    for f in t
+    if 0 < f.since <= len(MIGRATIONS)
+]
+if _late:
+    raise RuntimeError(
+        f"{', '.join(_late)}: migration versions 1 to {len(MIGRATIONS)} are annotate/schema.py's "
+        f"own; a new field takes since={len(MIGRATIONS) + 1} or later"
+    )
 MIGRATIONS += [
     _new_columns(v)
     for v in range(
@@ -234,7 +256,16 @@ MIGRATIONS += [
 ]
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
-    {"annotations", "page_notes", "replies", "reviews", "changes", "pages", "schema_version"}
+    {
+        "annotations",
+        "page_notes",
+        "replies",
+        "reviews",
+        "changes",
+        "pages",
+        "shown",
+        "schema_version",
+    }
 )
 
 

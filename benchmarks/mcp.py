@@ -14,7 +14,12 @@ work included; the tool's text is not parsed again):
 - `list_annotations({limit: 10000})`: every note in one answer (about 14 MB of indented JSON),
   with the SDK's client and again with a plain client that reads the pipe line by line.
 
-Each is measured with nothing changed, and after 100 Markdown files changed: before every timed
+Then `show_annotation` (issue #19): its answer in bytes and the time to it, with no view of the page
+open (it waits its 1.5 s), with one view acknowledging (a thread of this script that answers the
+`show` change as a page does through the change feed: the call returns 0.5 s after the last
+answer), and for a resolved note (the answer says why no passage is highlighted).
+
+Each list call is measured with nothing changed, and after 100 Markdown files changed: before every timed
 call, 100 files get a line added on top (or removed again), so each of their notes moves by two
 lines and must be located again. The 100 always include the files of the notes asked for (the
 first page's three files, the one page's file): the worst case for those calls.
@@ -29,6 +34,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -206,6 +212,51 @@ async def run(root: Path, files: list[Path], runs: int, full_runs: int) -> list[
     return rows
 
 
+def _acknowledge_next_show(root: Path) -> threading.Thread:
+    """A view of the page: acknowledges the next `show` change, as the overlay does."""
+    with annotate.open(root) as store:
+        seen = store.changes(0, limit=0)[1]
+
+    def view() -> None:
+        with annotate.open(root) as store:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                shows = [e for e in store.changes(seen)[0] if e["action"] == "show"]
+                if shows:
+                    store.acknowledge_show(shows[0]["seq"], "bench", shows[0]["pageUrl"])
+                    return
+                time.sleep(0.01)
+
+    thread = threading.Thread(target=view, daemon=True)
+    thread.start()
+    return thread
+
+
+async def show_sizes(root: Path) -> list[tuple[str, int, float, str]]:
+    """(case, answer bytes, seconds to the answer, answer) of show_annotation over stdio."""
+    command = [str(Path(sys.executable).parent / "annotate"), "mcp", "--project", str(root)]
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    with annotate.open(root) as store:
+        first, second = (a.id for a in store.list_annotations(limit=2))
+        store.accept(second)
+    rows = []
+    async with Client(params, read_timeout_seconds=60) as client:
+        for case, id, views in (
+            ("no view of the page open", first, False),
+            ("one view acknowledges", first, True),
+            ("a resolved note, no view", second, False),
+        ):
+            thread = _acknowledge_next_show(root) if views else None
+            start = time.perf_counter()
+            result = await client.call_tool("show_annotation", {"id": id})
+            took = time.perf_counter() - start
+            if thread:
+                thread.join()
+            text = result.content[0].text
+            rows.append((case, len(text.encode()), took, text))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotations", type=int, default=10_000)
@@ -216,6 +267,7 @@ def main() -> None:
         root = Path(tmp)
         files = fill(root, args.annotations, random.Random(SEED))
         rows = anyio.run(run, root, files, args.runs, args.full_runs)
+        shows = anyio.run(show_sizes, root)
 
     print(describe())
     print(
@@ -232,6 +284,15 @@ def main() -> None:
             f"| {label} | {state} | {runs} | {notes:,} | {p(ms, 50):.1f} | {p(ms, 99):.1f} | "
             f"{verdict} |"
         )
+    print()
+    print("| show_annotation | answer bytes | answer after s |")
+    print("| --- | ---: | ---: |")
+    for case, size, took, _ in shows:
+        print(f"| {case} | {size} | {took:.2f} |")
+    print()
+    print("Answers (compact here; the tool indents them):")
+    for case, _, _, text in shows:
+        print(f"- {case}: `{json.dumps(json.loads(text), ensure_ascii=False)}`")
 
 
 if __name__ == "__main__":

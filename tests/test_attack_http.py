@@ -57,6 +57,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/export", None),
     ("GET", "/changes", None),
     ("GET", "/summary", None),
+    ("POST", "/shown", {"seq": 4, "viewer": "v1"}),  # seed's show_annotation: the 4th change
 ]
 WRITES = [route for route in ROUTES if route[0] != "GET"]
 # Writes whose handler reads a JSON body (a DELETE's body is never read).
@@ -78,10 +79,13 @@ def make_site(root: Path) -> Path:
 
 
 def seed(store: Store) -> dict[str, str]:
-    """One annotation, one page note and one review: something for every `{id}` route."""
+    """One annotation, one page note, one review and one show_annotation: something for every
+    `{id}` route, and the show the `shown` route acknowledges."""
     a = store.add_annotation(text_note())
     p = store.add_page_note({"pageUrl": "/guide/install/", "note": "Split it"})
     r = store.create_review({"mode": "edit"})
+    store.show_annotation(a.id, wait=0)
+    assert store.changes(0)[1] == 4
     return {"a": a.id, "p": p.id, "r": r.id}
 
 

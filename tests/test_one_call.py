@@ -71,6 +71,7 @@ MCP: dict[str, tuple[dict[str, Any], str]] = {
     "summary": ({}, "Store.summary"),
     "list_reviews": ({}, "Store.list_reviews"),
     "get_review": ({"id": "{rv}"}, "Store.get_review"),
+    "show_annotation": ({"id": "{a}"}, "Store.show_annotation"),
 }
 
 # CLI command -> (arguments, standard input, the library functions it calls, in order). `{b}` is
@@ -97,6 +98,7 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
     "reviews": ([], None, ("Store.list_reviews",)),
     "review": (["{rv}"], None, ("Store.get_review",)),
     "send": ([], None, ("Store.create_review",)),
+    "show": (["{a}", "--wait", "0"], None, ("Store.show_annotation",)),
     "setup": (["--command", "annotate"], None, ("agent_setup.install",)),
     "token": ([], None, ("tokens.read_token",)),
     "hook stop": ([], HOOK_INPUT, ("hook.stop",)),
@@ -146,6 +148,7 @@ REST: dict[tuple[str, str], tuple[dict[str, Any] | None, tuple[str, ...]]] = {
     ("GET", "/export"): (None, ("export.render",)),
     ("GET", "/changes?since=0"): (None, ("Store.changes",)),
     ("GET", "/summary"): (None, ("Store.summary",)),
+    ("POST", "/shown"): ({"seq": "#{sh}", "viewer": "v1"}, ("Store.acknowledge_show",)),
 }
 
 
@@ -174,7 +177,8 @@ class Recorder:
 @pytest.fixture
 def made(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A project with an open annotation `a`, an addressed one `b`, an open page note `n`, an
-    addressed one `m`, a review `rv` sent to the agent, and `file`, a JSON export."""
+    addressed one `m`, a review `rv` sent to the agent, `file`, a JSON export, and `sh`, the
+    change number of a show_annotation of `a`."""
     write_project(tmp_path, INSTALL_MD)
     with annotate.open(tmp_path) as store:
         b = store.add_annotation(text_note()).id
@@ -186,7 +190,18 @@ def made(tmp_path: Path) -> Iterator[dict[str, str]]:
         n = store.add_page_note({"pageUrl": "/", "note": "Too long."}).id
         file = tmp_path / "export.json"
         file.write_text(render(store, "json"))
-    yield {"a": a, "b": b, "n": n, "m": m, "rv": rv, "file": str(file), "project": str(tmp_path)}
+        store.show_annotation(a, wait=0)
+        sh = str(store.changes(0)[1])
+    yield {
+        "a": a,
+        "b": b,
+        "n": n,
+        "m": m,
+        "rv": rv,
+        "sh": sh,
+        "file": str(file),
+        "project": str(tmp_path),
+    }
 
 
 @pytest.fixture
@@ -202,6 +217,8 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
 
 
 def _fill(value: Any, made: dict[str, str]) -> Any:
+    if isinstance(value, str) and value.startswith("#"):  # a number
+        return int(value[1:].format(**made))
     if isinstance(value, str):
         return value.format(**made)
     if isinstance(value, dict):

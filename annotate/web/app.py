@@ -34,7 +34,7 @@ from ..anchoring.pagecache import Anchors
 from ..dbfile import DEFAULT_DIR
 from ..errors import AnnotateError, AnnotationNotFound, ValidationError
 from ..models import Annotation
-from ..store import Store
+from ..store import Store, new_id
 from . import review_page
 from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
 from .openapi import openapi
@@ -474,6 +474,17 @@ class Api:
             events, cursor = await run_in_threadpool(self.store.changes, since)
         return JsonResponse({"events": events, "cursor": cursor})
 
+    async def shown(self, request: Request) -> Response:
+        # A view showed the note of a show_annotation (issue #19, docs/http-api.md).
+        _allow(request)
+        data = await _json_body(request)
+        _fields(data, ("seq", "viewer", "pageUrl"), "acknowledgement")
+        viewer = data.get("viewer", new_id("v"))  # no id: a view that counts each time
+        counted = await self._write(
+            self.store.acknowledge_show, data.get("seq"), viewer, data.get("pageUrl")
+        )
+        return JsonResponse({"seq": data.get("seq"), "counted": counted})
+
     async def summary(self, request: Request) -> Response:
         _allow(request)
         summary = await run_in_threadpool(self.store.summary)
@@ -505,6 +516,7 @@ def _api_routes(api: Api) -> list[Route]:
         "/anchor": {"POST": api.anchor},
         "/export": {"GET": api.export},
         "/changes": {"GET": api.changes},
+        "/shown": {"POST": api.shown},
         "/summary": {"GET": api.summary},
     }
     return [

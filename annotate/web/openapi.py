@@ -28,6 +28,7 @@ SITE_PATH = r"^/(?!/)(?!.*/\.\.(?:/|$))[^?#\\\s\u0000-\u001f]*$"
 # removes (tests/test_web_schema.py generated a lone U+001D).
 NO_NUL = r"^[^\u0000]*$"
 FILLED = r"^[^\u0000]*[^\s\u0000\u001c-\u001f\u0085][^\u0000]*$"
+VIEWER = r"^[A-Za-z0-9_-]{1,64}$"  # annotate/store.py VIEWER
 MAX_CURSOR = 10**18 - 1  # `since` has at most 18 digits (annotate/web/app.py `_int`)
 ERRORS = {
     400: "Invalid input: a body that is not UTF-8 JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
@@ -845,6 +846,37 @@ def _paths() -> dict[str, Any]:
                 ],
                 description="Answers at once when there are changes after `since`, else waits "
                 "until one happens (in any process) or the timeout passes.",
+            )
+        },
+        "/__annotate/api/shown": {
+            "post": _op(
+                "A view showed the note of a show_annotation",
+                {
+                    200: _json(
+                        _object(
+                            {"seq": {"type": "integer"}, "counted": {"type": "boolean"}},
+                            ["seq", "counted"],
+                        ),
+                        "Whether this acknowledgement counted: false for a view already "
+                        "counted, or a view of another page.",
+                    )
+                },
+                (*WRITE_ERRORS, 404),
+                body=_body(
+                    _object(
+                        {
+                            "seq": {"type": "integer", "minimum": 1, "maximum": MAX_CURSOR},
+                            "viewer": _string(64, pattern=VIEWER),
+                            "pageUrl": _string(v.MAX_PAGE_URL, pattern=SITE_PATH),
+                        },
+                        ["seq"],
+                    ),
+                    "`seq`: the change number of the `show` event; `viewer`: an id the view "
+                    "makes up, counted once; `pageUrl`: the view's page (another page's view "
+                    "is not counted).",
+                ),
+                description="The acknowledgement of a `show` event of the change feed: "
+                "show_annotation answers how many views sent one.",
             )
         },
         "/__annotate/api/summary": {

@@ -59,6 +59,7 @@ log = logging.getLogger("annotate.web")
 TOKEN_HEADER = "X-Annotate-Token"
 API_PREFIX = "/__annotate/api/"
 ANCHOR_PATH = API_PREFIX + "anchor"
+SHOWN_PATH = API_PREFIX + "shown"  # a view acknowledging show_annotation (issue #19)
 BODY_LIMIT = 1024 * 1024  # 1 MB (docs/http-api.md, "Conventions")
 ANCHOR_BODY_LIMIT = 8 * 1024 * 1024  # the anchor route carries a whole page's text
 # After refusing a body, keep reading (and dropping) up to this much so that the client, still
@@ -66,8 +67,8 @@ ANCHOR_BODY_LIMIT = 8 * 1024 * 1024  # the anchor route carries a whole page's t
 DRAIN_LIMIT = 256 * 1024 * 1024
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 WRITE_METHODS = BODY_METHODS
-# Writes that store nothing: allowed on a read-only server.
-READ_ONLY_POSTS = frozenset({ANCHOR_PATH})
+# Writes that change no note: allowed on a read-only server.
+READ_ONLY_POSTS = frozenset({ANCHOR_PATH, SHOWN_PATH})
 READ_METHODS = ("GET", "HEAD")
 METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 

@@ -134,7 +134,8 @@ async function follow(first) {
       if (S.offline) sync();
       fails = 0;
       cursor = r.cursor;
-      if (r.events.some(relevant)) {
+      for (const e of r.events) if (e.action === "show") pointed(e);
+      if (r.events.some((e) => e.action !== "show" && relevant(e))) {
         clearTimeout(pending);
         pending = setTimeout(sync, 30);
       }
@@ -149,3 +150,18 @@ async function follow(first) {
 }
 
 const relevant = (e) => e.pageUrl === S.page || e.kind === "review" || e.kind === "store" || !e.pageUrl || S.open;
+
+// The agent points at a note (show_annotation, issue #19). A view of its page shows it, once its
+// notes are loaded (a note just made may need one more load), and says so once: the agent's
+// answer counts the views that did. A view of another page stays still and silent.
+const VIEWER = "v" + Math.random().toString(36).slice(2, 12);
+async function pointed(e) {
+  if (e.pageUrl !== S.page) return;
+  const gen = S.gen;
+  const find = () => [...S.items, ...S.notes].find((x) => x.id === e.id);
+  if (!S.loaded || !find()) await sync();
+  const item = find();
+  if (!item || gen !== S.gen) return;
+  pointAt(item);
+  api("POST", "shown", { seq: e.seq, viewer: VIEWER, pageUrl: S.page }).catch(() => {});
+}

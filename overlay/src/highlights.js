@@ -34,9 +34,14 @@ function paintBoxes() {
     if (!el) continue;
     const r = el.getBoundingClientRect();
     const box = h("div", { class: "box" + (done(a) ? " done" : "") + (a.id === S.active ? " active" : "") });
-    box.style.cssText = `top:${r.top - 2}px;left:${r.left - 2}px;width:${r.width + 4}px;height:${r.height + 4}px`;
-    boxes.append(box);
+    boxes.append(place(box, r, 2));
   }
+}
+
+// A box `d` pixels around the rectangle `r`.
+function place(el, r, d) {
+  el.style.cssText = `top:${r.top - d}px;left:${r.left - d}px;width:${r.width + 2 * d}px;height:${r.height + 2 * d}px`;
+  return el;
 }
 
 let boxFrame = 0;
@@ -72,4 +77,37 @@ function show(item) {
   // A text note's range or an element note's element (a page note has neither).
   const rect = (item.type === "element" ? findElement(item.elementSelector) : textRange(item))?.getBoundingClientRect();
   if (rect) window.scrollBy({ top: rect.top - innerHeight / 3, behavior: "instant" });
+}
+
+// -- pointing (show_annotation, issue #19): the agent says "look here". The note's passage or
+// element is scrolled into view and flashed; where the page shows no passage (a page note, a
+// resolved note, text deleted as asked or not found), its row in the panel is.
+
+const FLASH_MS = 1600;
+const ring = h("div", { class: "ring", hidden: true });
+root.append(ring);
+let ringEnd = 0;
+
+function pointAt(item) {
+  let at =
+    pageAnnotations(item.type).includes(item) &&
+    (item.type === "element" ? findElement(item.elementSelector) : textRange(item));
+  if (at) show(item);
+  else {
+    const opening = !S.open;
+    session.set("panel", true);
+    session.set("tab", "page");
+    if (!visible([item]).length) filter.value = S.filter = "all";
+    set("panel view active", { open: true, tab: "page", drawn: LIST_STEP, active: item.id });
+    if (opening) sync(); // what only an open panel loads (as setPanel, without taking the focus)
+    at = rows.get(item.id);
+    at?.scrollIntoView({ block: "nearest" });
+  }
+  if (!at) return;
+  ring.hidden = true;
+  place(ring, at.getBoundingClientRect(), 4);
+  void ring.offsetWidth; // shown again after a style pass: its animation starts over
+  ring.hidden = false;
+  clearTimeout(ringEnd);
+  ringEnd = setTimeout(() => (ring.hidden = true), FLASH_MS);
 }
