@@ -15,6 +15,7 @@ from .errors import (
     ConfigError,
     EmptyReplacedText,
     EmptyReply,
+    Forbidden,
     ImportFormatError,
     InvalidTransition,
     NewerSchemaError,
@@ -29,6 +30,7 @@ from .errors import (
     StoreFullError,
     StoreGoneError,
     StoreReadOnlyError,
+    Unauthorized,
     ValidationError,
 )
 from .models import (
@@ -55,6 +57,7 @@ __all__ = [
     "ElementSelector",
     "EmptyReplacedText",
     "EmptyReply",
+    "Forbidden",
     "ImportFormatError",
     "InvalidTransition",
     "Match",
@@ -78,6 +81,7 @@ __all__ = [
     "Summary",
     "TextPosition",
     "TextQuote",
+    "Unauthorized",
     "ValidationError",
     "locate",
     "locate_many",

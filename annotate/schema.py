@@ -170,6 +170,19 @@ def _source_fidelity(db: sqlite_utils.Database) -> None:
     db.table("pages").add_column("generated", str)
 
 
+def _people(db: sqlite_utils.Database) -> None:
+    # Team mode (issue #20, docs/team.md): personal tokens, stored as their SHA-256 only
+    # (annotate/identity.py); a revoked one keeps its row, so `annotate token list` shows it.
+    db.execute(
+        "CREATE TABLE tokens (name TEXT PRIMARY KEY, role TEXT NOT NULL, "
+        "token_hash TEXT NOT NULL, created_at TEXT NOT NULL, revoked_at TEXT)"
+    )
+    db.execute("CREATE UNIQUE INDEX tokens_token_hash ON tokens (token_hash)")
+    # Who made each change (a status change above all: accepted by whom); NULL in single-user
+    # mode, where the store does not know who is asking.
+    db.execute("ALTER TABLE changes ADD COLUMN author TEXT")
+
+
 def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
     """The migration to `version` of the fields declared `since=version` (annotate/fields.py)."""
 
@@ -195,7 +208,17 @@ MIGRATIONS += [
         len(MIGRATIONS) + 1, max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1
     )
 ]
+MIGRATIONS += [_people]  # issue #20, team mode
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
-    {"annotations", "page_notes", "replies", "reviews", "changes", "pages", "schema_version"}
+    {
+        "annotations",
+        "page_notes",
+        "replies",
+        "reviews",
+        "changes",
+        "pages",
+        "tokens",
+        "schema_version",
+    }
 )

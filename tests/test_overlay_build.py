@@ -14,7 +14,7 @@ from annotate.web.static import OVERLAY_SOURCES, SHADOW_CSS, find_overlay_dir, o
 ROOT = Path(__file__).resolve().parent.parent
 # The most the overlay may weigh as sent (script and stylesheet, gzipped; issue #5's target):
 # benchmarks/overlay.py prints the same numbers.
-GZIP_BUDGET = 15_000
+GZIP_BUDGET = 15_050  # +50: team mode (issue #20), authors shown, Edit/Delete on own notes
 
 
 def test_every_source_is_joined() -> None:
