@@ -183,14 +183,22 @@ def _people(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE changes ADD COLUMN author TEXT")
 
 
+# What a version brings besides the columns of the fields declared `since=` it: tables, and
+# columns of tables the field table does not describe.
+OTHER: dict[int, Callable[[sqlite_utils.Database], None]] = {5: _people}
+
+
 def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
-    """The migration to `version` of the fields declared `since=version` (annotate/fields.py)."""
+    """The migration to `version`: the fields declared `since=version` (annotate/fields.py), then
+    `OTHER[version]`."""
 
     def migrate(db: sqlite_utils.Database) -> None:
         for table in (ANNOTATION, PAGE_NOTE, REPLY):
             for f in table:
                 if f.since == version:
                     db.table(table.sql_table).add_column(f.col, COLUMN_TYPES[f.type])
+        if version in OTHER:
+            OTHER[version](db)
 
     return migrate
 
@@ -205,10 +213,10 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
 MIGRATIONS += [
     _new_columns(v)
     for v in range(
-        len(MIGRATIONS) + 1, max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1
+        len(MIGRATIONS) + 1,
+        max(*(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t), *OTHER) + 1,
     )
 ]
-MIGRATIONS += [_people]  # issue #20, team mode
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
     {
