@@ -43,7 +43,9 @@ PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # Not no-referrer: under it a browser sends `Origin: null` with the form's POST (Fetch
+    # standard, "append a request Origin header"), which the Origin check refuses.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 # The factory's settings: environment variable -> what it holds.
