@@ -304,3 +304,24 @@ def test_the_factory_under_uvicorn_with_workers(tmp_path: Path) -> None:
         output = server.stop()
     assert '"POST /__annotate/signin HTTP/1.1" 303' in output  # the access log was on
     assert ada not in output and bot not in output
+
+
+def test_a_loopback_team_server_without_tokens_says_how_to_add_one(tmp_path: Path) -> None:
+    project, site = _project(tmp_path)
+    server = _serve(project, site, "--team")
+    try:
+        assert server.proc.stdout is not None
+        hint = server.proc.stdout.readline()
+        assert (
+            hint == "No one can sign in yet: add a personal token with `annotate token add NAME`.\n"
+        )
+        status, _, answer = server.request("GET", f"{API}/summary")
+        assert status == 401 and answer["code"] == "unauthorized"
+        with annotate.open(project) as store:  # tokens are looked up on every request
+            token = store.add_token("ada")
+        status, _, _ = server.request(
+            "GET", f"{API}/summary", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert status == 200
+    finally:
+        server.stop()

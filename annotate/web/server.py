@@ -163,6 +163,8 @@ def serve(
             f"Warning: listening on {host or 'every interface'}: other machines can reach this "
             "server; the token still guards every change."
         )
+    if team is not None and not has_identity_source(team, store):
+        echo("No one can sign in yet: add a personal token with `annotate token add NAME`.")
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
