@@ -15,6 +15,7 @@ from .errors import (
     ConfigError,
     EmptyReplacedText,
     EmptyReply,
+    Forbidden,
     ImportFormatError,
     InvalidTransition,
     NewerSchemaError,
@@ -31,6 +32,7 @@ from .errors import (
     StoreGoneError,
     StoreReadOnlyError,
     StoreUnreachableError,
+    Unauthorized,
     ValidationError,
 )
 from .models import (
@@ -57,6 +59,7 @@ __all__ = [
     "ElementSelector",
     "EmptyReplacedText",
     "EmptyReply",
+    "Forbidden",
     "ImportFormatError",
     "InvalidTransition",
     "Match",
@@ -82,6 +85,7 @@ __all__ = [
     "Summary",
     "TextPosition",
     "TextQuote",
+    "Unauthorized",
     "ValidationError",
     "locate",
     "locate_many",

@@ -782,13 +782,68 @@ def _echo_now(line: str) -> None:
 @project_option
 @db_option
 @click.option("--read-only", is_flag=True, help="Serve the review without accepting changes.")
+@click.option(
+    "--team",
+    is_flag=True,
+    help="Team mode: every request is a person's (identity header or personal token).",
+)
+@click.option(
+    "--identity-header",
+    metavar="NAME",
+    help="The SSO proxy's header naming the person, e.g. X-Forwarded-Email (implies --team).",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    metavar="ADDR",
+    multiple=True,
+    help="An address or network whose identity header is trusted (repeatable; default loopback).",
+)
+@click.option(
+    "--maintainer",
+    "maintainers",
+    metavar="NAME",
+    multiple=True,
+    help="A header identity that is a maintainer (repeatable); the others are reviewers.",
+)
+@click.option(
+    "--public-url",
+    metavar="URL",
+    help="The URL reviewers open (https://review.example.com): its host and origin are accepted.",
+)
 def serve(
-    directory: Path, port: int, host: str, project: str | None, db: str | None, read_only: bool
+    directory: Path,
+    port: int,
+    host: str,
+    project: str | None,
+    db: str | None,
+    read_only: bool,
+    team: bool,
+    identity_header: str | None,
+    trusted_proxies: tuple[str, ...],
+    maintainers: tuple[str, ...],
+    public_url: str | None,
 ) -> None:
     """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
     from .web.server import serve as run
+    from .web.team import Settings
 
     try:
+        settings = None
+        if team or identity_header:
+            settings = Settings(
+                identity_header=identity_header,
+                trusted_proxies=trusted_proxies or Settings.trusted_proxies,
+                maintainers=maintainers,
+                public_url=public_url,
+            )
+        elif trusted_proxies or maintainers or public_url:
+            raise SystemExit(
+                _fail(
+                    "--trusted-proxy, --maintainer and --public-url apply in team mode: add "
+                    "--team (or --identity-header NAME)"
+                )
+            )
         root = find_project(project)
         run(
             directory,
@@ -798,6 +853,7 @@ def serve(
             read_only=read_only,
             echo=_echo_now,
             db=db or None,
+            team=settings,
         )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
@@ -862,11 +918,15 @@ def proxy(
         raise SystemExit(code)
 
 
-@cli.command("token")
+@cli.group("token", invoke_without_command=True)
 @click.option("--rotate", is_flag=True, help="Replace the token (open pages must be reloaded).")
 @project_option
-def token(rotate: bool, project: str | None) -> None:
-    """Print the project's API token (X-Annotate-Token), creating it when missing."""
+@click.pass_context
+def token(click_ctx: click.Context, rotate: bool, project: str | None) -> None:
+    """Print the project's API token (X-Annotate-Token), creating it when missing; `token add`,
+    `list` and `revoke` manage team mode's personal tokens."""
+    if click_ctx.invoked_subcommand is not None:
+        return
     from . import tokens
 
     try:
@@ -874,6 +934,51 @@ def token(rotate: bool, project: str | None) -> None:
         click.echo(tokens.rotate_token(root) if rotate else tokens.read_token(root))
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
+
+
+@command(token, "add")
+@click.argument("name")
+@click.option(
+    "--role",
+    type=click.Choice(["reviewer", "agent", "maintainer"]),
+    default="reviewer",
+    show_default=True,
+    help="What the person may do (docs/team.md, Roles).",
+)
+def token_add(ctx: Ctx, name: str, role: str) -> None:
+    """A personal token for NAME (team mode), printed once: only its hash is kept."""
+    secret = ctx.store().add_token(name, role)
+    ctx.emit(
+        {"name": name.strip(), "role": role, "token": secret},
+        lambda: f"{secret}\n(the token of {name.strip()}, {role}: shown once, keep it secret)",
+    )
+
+
+@command(token, "list")
+def token_list(ctx: Ctx) -> None:
+    """The personal tokens by name, role and state (never the tokens)."""
+    found = ctx.store().list_tokens()
+
+    def human() -> str:
+        if not found:
+            return "No personal tokens (annotate token add NAME)."
+        return "\n".join(
+            f"{t['name']}  {t['role']}  "
+            + (f"revoked {t['revokedAt']}" if t["revokedAt"] else f"since {t['createdAt']}")
+            for t in found
+        )
+
+    ctx.emit({"tokens": found}, human)
+
+
+@command(token, "revoke")
+@click.argument("name")
+def token_revoke(ctx: Ctx, name: str) -> None:
+    """Revoke NAME's personal token: their requests are refused from now on."""
+    ctx.store().revoke_token(name)
+    ctx.emit(
+        {"name": name.strip(), "revoked": True}, lambda: f"Revoked the token of {name.strip()}."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -14,6 +14,7 @@ __all__ = [
     "ConfigError",
     "EmptyReplacedText",
     "EmptyReply",
+    "Forbidden",
     "ImportFormatError",
     "InvalidTransition",
     "NewerSchemaError",
@@ -30,6 +31,7 @@ __all__ = [
     "StoreGoneError",
     "StoreReadOnlyError",
     "StoreUnreachableError",
+    "Unauthorized",
     "ValidationError",
 ]
 
@@ -145,6 +147,22 @@ class ImportFormatError(ValidationError):
     """A file given to import that is neither our JSON export nor an inline-review.json."""
 
     code = "invalid_import"
+
+
+class Forbidden(AnnotateError):
+    """A person may not do this to this item (team mode, docs/team.md "Roles"): a reviewer
+    changing another's note, an agent accepting."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class Unauthorized(AnnotateError):
+    """No person could be told from the request (team mode): no identity, an unknown or revoked
+    token."""
+
+    code = "unauthorized"
+    http_status = 401
 
 
 class InvalidTransition(AnnotateError):

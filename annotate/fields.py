@@ -233,7 +233,7 @@ REPLIES = Field(
 # Issue #20: the build a note was made on (annotate/build.py), and for an annotation the commit
 # of a newer build of the same branch its source was located in again (`anchoredOn`). Columns only;
 # the answer is the one object `build`.
-BUILD_SINCE = 6
+BUILD_SINCE = 7
 BUILD_COLUMNS = (
     Field("buildBranch", nullable=True, answer=False, since=BUILD_SINCE),
     Field("buildCommit", nullable=True, answer=False, since=BUILD_SINCE),

@@ -210,6 +210,19 @@ def _shown(db: sqlite_utils.Database) -> None:
     )
 
 
+def _people(db: sqlite_utils.Database) -> None:
+    # Team mode (issue #20, docs/team.md): personal tokens, stored as their SHA-256 only
+    # (annotate/identity.py); a revoked one keeps its row, so `annotate token list` shows it.
+    db.execute(
+        "CREATE TABLE tokens (name TEXT PRIMARY KEY, role TEXT NOT NULL, "
+        "token_hash TEXT NOT NULL, created_at TEXT NOT NULL, revoked_at TEXT)"
+    )
+    db.execute("CREATE UNIQUE INDEX tokens_token_hash ON tokens (token_hash)")
+    # Who made each change (a status change above all: accepted by whom); NULL in single-user
+    # mode, where the store does not know who is asking.
+    db.execute("ALTER TABLE changes ADD COLUMN author TEXT")
+
+
 def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
     """The migration to `version` of the fields declared `since=version` (annotate/fields.py)."""
 
@@ -234,6 +247,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _agent_loop,
     _source_fidelity,
     _shown,
+    _people,
 ]
 # A field added to the table after these brings its own migration: its `since` must come after
 # them, or its column would never be added.
@@ -251,7 +265,8 @@ if _late:
 MIGRATIONS += [
     _new_columns(v)
     for v in range(
-        len(MIGRATIONS) + 1, max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1
+        len(MIGRATIONS) + 1,
+        max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1,
     )
 ]
 LATEST = len(MIGRATIONS)
@@ -264,6 +279,7 @@ OWN_TABLES = frozenset(
         "changes",
         "pages",
         "shown",
+        "tokens",
         "schema_version",
     }
 )

@@ -47,6 +47,7 @@ from .errors import (
 )
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 from .filters import Filter
+from .identity import Person, check, hash_token, new_token, parse_role, person_name, same_hash
 from .models import (
     ANCHOR_STATES,
     STATUSES,
@@ -422,11 +423,19 @@ class Store:
         return self._objects(conn, table, [row])[0]
 
     def _record(
-        self, conn: sqlite3.Connection, kind: str, id: str, action: str, page_url: str | None
+        self,
+        conn: sqlite3.Connection,
+        kind: str,
+        id: str,
+        action: str,
+        page_url: str | None,
+        author: str | None = None,
     ) -> None:
+        # `author`: who made the change, in team mode (docs/team.md); the feed does not show it.
         conn.execute(
-            "INSERT INTO changes (at, kind, item_id, action, page_url) VALUES (?, ?, ?, ?, ?)",
-            (now(), kind, id, action, page_url),
+            "INSERT INTO changes (at, kind, item_id, action, page_url, author) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (now(), kind, id, action, page_url, author),
         )
         self._file.notify(conn)
 
@@ -450,13 +459,16 @@ class Store:
 
     # -- annotations --------------------------------------------------------------------------
 
-    def add_annotation(self, data: Mapping[str, Any]) -> Annotation:
+    def add_annotation(self, data: Mapping[str, Any], *, by: Person | None = None) -> Annotation:
         """Create a text or element annotation from its JSON shape (docs/data-model.md).
 
         It is located in its page's Markdown file at once (a text note by its quote, an element
-        note by its `src`, `href` or text), so `source` is there from the start.
+        note by its `src`, `href` or text), so `source` is there from the start. `by`: the person
+        writing it (team mode), its author whatever `data` says.
         """
         fields = validate.annotation_input(data)
+        if by is not None:
+            fields["author"] = by.name
         fields["page_url"] = self.page_url(fields["page_url"])
         if fields["element_selector"] is not None:
             fields["element_selector"] = json.dumps(fields["element_selector"])
@@ -478,7 +490,7 @@ class Store:
             row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
         with self._tx(write=True) as conn:
             self._insert(conn, "annotations", row)
-            self._record(conn, "annotation", row["id"], "created", row["page_url"])
+            self._record(conn, "annotation", row["id"], "created", row["page_url"], _who(by))
             return self._load(conn, "annotations", row["id"])
 
     def get_annotation(self, id: str) -> Item:
@@ -573,19 +585,25 @@ class Store:
             ).fetchall()
         return "[" + ",".join(row[0] for row in rows) + "]"
 
-    def edit_annotation(self, id: str, changes: Mapping[str, Any]) -> Annotation:
-        """Change the reviewer's note, intent, suggestion or page title."""
+    def edit_annotation(
+        self, id: str, changes: Mapping[str, Any], *, by: Person | None = None
+    ) -> Annotation:
+        """Change the reviewer's note, intent, suggestion or page title (`by`: only its author
+        or a maintainer, in team mode)."""
         with self._tx(write=True) as conn:
             row = self._row(conn, "annotations", id)
             if row is None:
                 raise AnnotationNotFound(id)
+            check(by, "edit", f'annotation "{id}"', row["author"])
             values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
             values["updated_at"] = now()
             self._update(conn, "annotations", id, values)
-            self._record(conn, "annotation", id, "edited", row["page_url"])
+            self._record(conn, "annotation", id, "edited", row["page_url"], _who(by))
             return self._load(conn, "annotations", id)
 
-    def update_annotation_target(self, id: str, replaced_text: str) -> Annotation:
+    def update_annotation_target(
+        self, id: str, replaced_text: str, *, by: Person | None = None
+    ) -> Annotation:
         """Record the text the agent put in place of the quote, and locate the note by it."""
         text = _replaced(replaced_text)
         with self._tx(write=True) as conn:
@@ -596,7 +614,7 @@ class Store:
             values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
             moved = self._locate(row, values, force=True)
             self._update(conn, table, id, values)
-            self._record(conn, "annotation", id, "target_updated", row["page_url"])
+            self._record(conn, "annotation", id, "target_updated", row["page_url"], _who(by))
             if moved:
                 self._record(conn, "annotation", id, "anchor", row["page_url"])
             return self._load(conn, table, id)
@@ -813,7 +831,9 @@ class Store:
 
     # -- lifecycle, for annotations and page notes alike --------------------------------------
 
-    def set_in_progress(self, id: str, *, kind: str | None = None) -> Item:
+    def set_in_progress(
+        self, id: str, *, kind: str | None = None, by: Person | None = None
+    ) -> Item:
         """open/addressed → in_progress (the agent started); a no-op when already in progress."""
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id, kind)
@@ -831,7 +851,7 @@ class Store:
                         "updated_at": stamp,
                     },
                 )
-                self._record(conn, _kind(table), id, "in_progress", row["page_url"])
+                self._record(conn, _kind(table), id, "in_progress", row["page_url"], _who(by))
                 self._settle_review(conn, row["review_id"])
             return self._load(conn, table, id)
 
@@ -843,6 +863,7 @@ class Store:
         message: str | None = None,
         deleted: bool = False,
         kind: str | None = None,
+        by: Person | None = None,
     ) -> Item:
         """→ addressed (the agent is done; the reviewer accepts or reopens), in one transaction.
 
@@ -890,8 +911,8 @@ class Store:
             moved = table == "annotations" and self._locate(row, values, force=retarget)
             self._update(conn, table, id, values)
             if message is not None:
-                self._insert_reply(conn, id, "agent", message, stamp)
-            self._record(conn, _kind(table), id, "addressed", row["page_url"])
+                self._insert_reply(conn, id, "agent", message, stamp, _who(by))
+            self._record(conn, _kind(table), id, "addressed", row["page_url"], _who(by))
             if moved:
                 self._record(conn, "annotation", id, "anchor", row["page_url"])
             self._settle_review(conn, row["review_id"])
@@ -905,8 +926,12 @@ class Store:
         role: str = "reviewer",
         author: str | None = None,
         kind: str | None = None,
+        by: Person | None = None,
     ) -> Item:
-        """Append a reply to the thread; always allowed, whatever the status."""
+        """Append a reply to the thread; always allowed, whatever the status. `by`: the person
+        writing it (team mode), whose name and role it takes whatever `author` and `role` say."""
+        if by is not None:
+            role, author = by.reply_role, by.name
         if role not in ("reviewer", "agent"):
             raise ValidationError(f"role must be 'reviewer' or 'agent', got {role!r}", "role")
         _reply_text(message)
@@ -916,7 +941,7 @@ class Store:
             stamp = now()
             self._insert_reply(conn, id, role, message, stamp, author)
             self._update(conn, table, id, {"updated_at": stamp})
-            self._record(conn, _kind(table), id, f"{role}_reply", row["page_url"])
+            self._record(conn, _kind(table), id, f"{role}_reply", row["page_url"], _who(by))
             return self._load(conn, table, id)
 
     def _insert_reply(
@@ -962,25 +987,34 @@ class Store:
             conn.execute("UPDATE reviews SET done_at = ? WHERE id = ?", (now(), review_id))
             self._record(conn, "review", review_id, "done", None)
 
-    def add_agent_reply(self, id: str, message: str) -> Item:
+    def add_agent_reply(self, id: str, message: str, *, by: Person | None = None) -> Item:
         """A reply with role `agent`, explaining what was done."""
-        return self.add_reply(id, message, role="agent")
+        return self.add_reply(id, message, role="agent", by=by)
 
-    def accept(self, id: str, *, kind: str | None = None) -> Item:
-        """The reviewer is satisfied: → resolved (kept, out of default listings, until purged)."""
+    def accept(self, id: str, *, kind: str | None = None, by: Person | None = None) -> Item:
+        """The reviewer is satisfied: → resolved (kept, out of default listings, until purged).
+        `by`: never an agent (team mode)."""
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id, kind)
+            check(by, "accept", f'{LABELS[table].lower()} "{id}"')
             if row["status"] == "resolved":
                 raise InvalidTransition(f'{LABELS[table]} "{id}" is already resolved')
             stamp = now()
             self._update(
                 conn, table, id, {"status": "resolved", "resolved_at": stamp, "updated_at": stamp}
             )
-            self._record(conn, _kind(table), id, "resolved", row["page_url"])
+            self._record(conn, _kind(table), id, "resolved", row["page_url"], _who(by))
             self._settle_review(conn, row["review_id"])
             return self._load(conn, table, id)
 
-    def reopen(self, id: str, note: str | None = None, *, kind: str | None = None) -> Item:
+    def reopen(
+        self,
+        id: str,
+        note: str | None = None,
+        *,
+        kind: str | None = None,
+        by: Person | None = None,
+    ) -> Item:
         """addressed/resolved → open; a follow-up note becomes a reviewer reply.
 
         With a follow-up, the note goes back to the agent at once: a review of just this note, in
@@ -1013,33 +1047,40 @@ class Store:
             follow_up = bool(note and note.strip())
             if follow_up:
                 previous = self._row(conn, "reviews", row["review_id"] or "")
+                mode = previous["mode"] if previous else "edit"
                 values["review_id"] = self._insert_review(
-                    conn, {"mode": previous["mode"] if previous else "edit", "message": ""}, stamp
+                    conn, {"mode": mode, "message": "", "author": _who(by)}, stamp, _who(by)
                 )
             self._update(conn, table, id, values)
             if follow_up:
                 assert note is not None
-                self._insert_reply(conn, id, "reviewer", note, stamp)
-            self._record(conn, _kind(table), id, "reopened", row["page_url"])
+                self._insert_reply(conn, id, "reviewer", note, stamp, _who(by))
+            self._record(conn, _kind(table), id, "reopened", row["page_url"], _who(by))
             return self._load(conn, table, id)
 
-    def delete(self, id: str, *, kind: str | None = None) -> None:
+    def delete(self, id: str, *, kind: str | None = None, by: Person | None = None) -> None:
         """Delete an annotation or a page note, with its replies. `kind` ("annotation" or
-        "page_note") refuses an id of the other kind, as not found."""
+        "page_note") refuses an id of the other kind, as not found. `by`: only its author or a
+        maintainer (team mode)."""
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id, kind)
-            self._delete_row(conn, table, row)
+            check(by, "delete", f'{LABELS[table].lower()} "{id}"', row["author"])
+            self._delete_row(conn, table, row, _who(by))
 
-    def _delete_row(self, conn: sqlite3.Connection, table: str, row: Row) -> None:
+    def _delete_row(
+        self, conn: sqlite3.Connection, table: str, row: Row, author: str | None = None
+    ) -> None:
         conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
         conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
-        self._record(conn, _kind(table), row["id"], "deleted", row["page_url"])
+        self._record(conn, _kind(table), row["id"], "deleted", row["page_url"], author)
         self._settle_review(conn, row["review_id"])
 
     # -- page notes ---------------------------------------------------------------------------
 
-    def add_page_note(self, data: Mapping[str, Any]) -> PageNote:
+    def add_page_note(self, data: Mapping[str, Any], *, by: Person | None = None) -> PageNote:
         fields = validate.page_note_input(data)
+        if by is not None:
+            fields["author"] = by.name
         fields["page_url"] = self.page_url(fields["page_url"])
         stamp = now()
         row = {
@@ -1052,7 +1093,7 @@ class Store:
         }
         with self._tx(write=True) as conn:
             self._insert(conn, "page_notes", row)
-            self._record(conn, "page_note", row["id"], "created", row["page_url"])
+            self._record(conn, "page_note", row["id"], "created", row["page_url"], _who(by))
             return self._load(conn, "page_notes", row["id"])
 
     def get_page_note(self, id: str) -> PageNote:
@@ -1080,20 +1121,25 @@ class Store:
             rows = _query(conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params)
             return self._objects(conn, "page_notes", rows)
 
-    def edit_page_note(self, id: str, changes: Mapping[str, Any]) -> PageNote:
+    def edit_page_note(
+        self, id: str, changes: Mapping[str, Any], *, by: Person | None = None
+    ) -> PageNote:
         values = validate.page_note_changes(changes)
         with self._tx(write=True) as conn:
             row = self._row(conn, "page_notes", id)
             if row is None:
                 raise PageNoteNotFound(id)
+            check(by, "edit", f'page note "{id}"', row["author"])
             values["updated_at"] = now()
             self._update(conn, "page_notes", id, values)
-            self._record(conn, "page_note", id, "edited", row["page_url"])
+            self._record(conn, "page_note", id, "edited", row["page_url"], _who(by))
             return self._load(conn, "page_notes", id)
 
     # -- reviews ------------------------------------------------------------------------------
 
-    def create_review(self, data: Mapping[str, Any] | None = None) -> Review:
+    def create_review(
+        self, data: Mapping[str, Any] | None = None, *, by: Person | None = None
+    ) -> Review:
         """ "Send to agent": `{mode, message, ids}`.
 
         Without `ids`, every open note not yet sent joins this review (notes in progress, addressed
@@ -1102,9 +1148,11 @@ class Store:
         """
         fields = validate.review_input(data)
         ids = fields.pop("ids")
+        if by is not None:
+            fields["author"] = by.name
         stamp = now()
         with self._tx(write=True) as conn:
-            id = self._insert_review(conn, fields, stamp)
+            id = self._insert_review(conn, fields, stamp, _who(by))
             if ids is None:
                 taken = 0
                 for table in ("annotations", "page_notes"):
@@ -1127,11 +1175,15 @@ class Store:
             return self._review(conn, id)
 
     def _insert_review(
-        self, conn: sqlite3.Connection, fields: Mapping[str, Any], stamp: str
+        self,
+        conn: sqlite3.Connection,
+        fields: Mapping[str, Any],
+        stamp: str,
+        author: str | None = None,
     ) -> str:
         id = new_id("rv")
         self._insert(conn, "reviews", {"id": id, **fields, "created_at": stamp})
-        self._record(conn, "review", id, "created", None)
+        self._record(conn, "review", id, "created", None, author)
         return id
 
     def get_review(self, id: str) -> Review:
@@ -1421,6 +1473,64 @@ class Store:
                         self._record(conn, _kind(table), row["id"], "imported", row["page_url"])
         return counts
 
+    # -- people: personal tokens of team mode (annotate/identity.py, docs/team.md) -------------
+
+    def add_token(self, name: str, role: str = "reviewer") -> str:
+        """A new personal token for `name` with `role` (reviewer, agent or maintainer): returned
+        once, stored as its SHA-256 only. A name with a live token is refused (revoke it first);
+        a revoked one gets a new token."""
+        name = person_name(name)
+        role = parse_role(role)
+        token = new_token()
+        with self._tx(write=True) as conn:
+            cur = conn.execute(
+                "INSERT INTO tokens (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET role = excluded.role, token_hash = "
+                "excluded.token_hash, created_at = excluded.created_at, revoked_at = NULL "
+                "WHERE tokens.revoked_at IS NOT NULL",
+                (name, role, hash_token(token), now()),
+            )
+            if not cur.rowcount:
+                raise ValidationError(
+                    f"{name!r} already has a token; revoke it first (annotate token revoke)",
+                    "name",
+                )
+        return token
+
+    def list_tokens(self) -> list[dict[str, Any]]:
+        """Every personal token by name: `{name, role, createdAt, revokedAt}` (never the token)."""
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT name, role, created_at, revoked_at FROM tokens ORDER BY name"
+            ).fetchall()
+        return [{"name": r[0], "role": r[1], "createdAt": r[2], "revokedAt": r[3]} for r in rows]
+
+    def revoke_token(self, name: str) -> None:
+        """Revoke `name`'s token: every request carrying it is refused from now on."""
+        name = person_name(name)
+        with self._tx(write=True) as conn:
+            cur = conn.execute(
+                "UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
+                (now(), name),
+            )
+            if not cur.rowcount:
+                raise ValidationError(f"{name!r} has no live token", "name")
+
+    def person_for_token(self, token: str) -> Person | None:
+        """The person whose live token this is, else None."""
+        if not isinstance(token, str) or not token:
+            return None
+        digest = hash_token(token)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                "SELECT name, role, token_hash FROM tokens WHERE token_hash = ? "
+                "AND revoked_at IS NULL",
+                (digest,),
+            ).fetchone()
+        if row is None or not same_hash(row[2], digest):
+            return None
+        return Person(row[0], parse_role(row[1]))
+
     # -- the agent's side (issue #7) ----------------------------------------------------------
 
     def wait_for_review(
@@ -1491,6 +1601,10 @@ def _ago(seconds: float) -> str:
     """The time `seconds` ago, written as `now()` writes it (so the two compare as text)."""
     then = datetime.now(timezone.utc) - timedelta(seconds=seconds)
     return then.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _who(by: Person | None) -> str | None:
+    return None if by is None else by.name
 
 
 def _kind(table: str) -> str:

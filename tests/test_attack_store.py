@@ -294,12 +294,15 @@ else:
     subprocess.run(["mount", "--bind", folder, folder], check=True)
     subprocess.run(["mount", "-o", "remount,ro,bind", folder], check=True)
     store = annotate.open(project)
+# As large as the write that found the disk full: a smaller one may fit in what is left, or not,
+# depending on how many pages the schema takes.
+big = "x" * 5000
 try:
-    store.add_page_note({"pageUrl": "/p/", "note": "one more"})
+    store.add_page_note({"pageUrl": "/p/", "note": big})
 except annotate.StoreError as e:
     out["again"] = [type(e).__name__, e.code, e.http_status, str(e)]
 client = TestClient(create_app(store, token="t" * 32), base_url="http://127.0.0.1:8000")
-r = client.post("/__annotate/api/page-notes", json={"pageUrl": "/p/", "note": "over http"},
+r = client.post("/__annotate/api/page-notes", json={"pageUrl": "/p/", "note": big},
                 headers={"X-Annotate-Token": "t" * 32})
 out["http"] = [r.status_code, r.json()]
 out["stored"] = [n.id for n in store.list_page_notes()] == acknowledged

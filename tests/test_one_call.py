@@ -101,6 +101,9 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
     "show": (["{a}", "--wait", "0"], None, ("Store.show_annotation",)),
     "setup": (["--command", "annotate"], None, ("agent_setup.install",)),
     "token": ([], None, ("tokens.read_token",)),
+    "token add": (["ada"], None, ("Store.add_token",)),
+    "token list": ([], None, ("Store.list_tokens",)),
+    "token revoke": (["bob"], None, ("Store.revoke_token",)),
     "hook stop": ([], HOOK_INPUT, ("hook.stop",)),
 }
 # Commands that run a host whose every call is pinned above and below: `annotate mcp` runs the MCP
@@ -188,6 +191,7 @@ def made(tmp_path: Path) -> Iterator[dict[str, str]]:
             store.address_annotation(id)
         a = store.add_annotation(text_note(note="Mention pipx.")).id
         n = store.add_page_note({"pageUrl": "/", "note": "Too long."}).id
+        store.add_token("bob")
         file = tmp_path / "export.json"
         file.write_text(render(store, "json"))
         store.show_annotation(a, wait=0)
@@ -258,6 +262,8 @@ def _commands(group: click.Group, prefix: str = "") -> set[str]:
     for name, command in group.commands.items():
         if isinstance(command, click.Group):
             names |= _commands(command, f"{prefix}{name} ")
+            if command.invoke_without_command:  # `annotate token` is a command of its own
+                names.add(prefix + name)
         else:
             names.add(prefix + name)
     return names

@@ -33,9 +33,11 @@ from .. import validation as validate
 from ..anchoring.pagecache import Anchors
 from ..dbfile import DEFAULT_DIR
 from ..errors import AnnotateError, AnnotationNotFound, ValidationError
+from ..identity import Person
 from ..models import Annotation
 from ..store import Store, new_id
 from . import review_page
+from . import team as team_module
 from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
 from .openapi import openapi
 from .responses import (
@@ -49,8 +51,9 @@ from .responses import (
     error_response,
     json_bytes_response,
 )
-from .security import CatchAll, Guard
+from .security import SIGNIN_PATH, CatchAll, Guard
 from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
+from .team import Settings
 
 __all__ = ["create_app"]
 
@@ -226,6 +229,12 @@ def _kind(request: Request) -> str | None:
     return "page_note" if request.url.path.startswith(f"{API}/page-notes/") else None
 
 
+def _by(request: Request) -> Person | None:
+    """The person asking (team mode, annotate/web/security.py), None in single-user mode."""
+    person: Person | None = getattr(request.state, "person", None)
+    return person
+
+
 def _created(data: dict[str, Any], url: str) -> JsonResponse:
     return JsonResponse(data, 201, {"Location": url})
 
@@ -272,7 +281,9 @@ class Api:
     async def create_annotation(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(self.store.add_annotation, data)
+        item = await self._write(
+            functools.partial(self.store.add_annotation, data, by=_by(request))
+        )
         return _created(item.to_dict(), f"{API}/annotations/{item.id}")
 
     async def get_annotation(self, request: Request) -> Response:
@@ -286,13 +297,19 @@ class Api:
     async def edit_annotation(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(self.store.edit_annotation, request.path_params["id"], data)
+        item = await self._write(
+            functools.partial(
+                self.store.edit_annotation, request.path_params["id"], data, by=_by(request)
+            )
+        )
         return JsonResponse(item.to_dict())
 
     async def delete_annotation(self, request: Request) -> Response:
         _allow(request)
         await self._write(
-            functools.partial(self.store.delete, request.path_params["id"], kind="annotation")
+            functools.partial(
+                self.store.delete, request.path_params["id"], kind="annotation", by=_by(request)
+            )
         )
         return Response(status_code=204)
 
@@ -313,6 +330,7 @@ class Api:
                 role=role,
                 author=data.get("author"),
                 kind=_kind(request),
+                by=_by(request),
             )
         )
         return JsonResponse(item.to_dict(), 201)
@@ -334,8 +352,9 @@ class Api:
         id = request.path_params["id"]
 
         kind = _kind(request)
+        by = _by(request)
         if action == "start":
-            call = functools.partial(self.store.set_in_progress, id, kind=kind)
+            call = functools.partial(self.store.set_in_progress, id, kind=kind, by=by)
         elif action == "address":
             call = functools.partial(
                 self.store.address_annotation,
@@ -344,11 +363,12 @@ class Api:
                 message=data.get("message"),
                 deleted=data.get("deleted", False),
                 kind=kind,
+                by=by,
             )
         elif action == "accept":
-            call = functools.partial(self.store.accept, id, kind=kind)
+            call = functools.partial(self.store.accept, id, kind=kind, by=by)
         else:
-            call = functools.partial(self.store.reopen, id, data.get("note"), kind=kind)
+            call = functools.partial(self.store.reopen, id, data.get("note"), kind=kind, by=by)
         item = await self._write(call)
         return JsonResponse(item.to_dict())
 
@@ -373,7 +393,7 @@ class Api:
     async def create_page_note(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(self.store.add_page_note, data)
+        item = await self._write(functools.partial(self.store.add_page_note, data, by=_by(request)))
         return _created(item.to_dict(), f"{API}/page-notes/{item.id}")
 
     async def get_page_note(self, request: Request) -> Response:
@@ -384,13 +404,19 @@ class Api:
     async def edit_page_note(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(self.store.edit_page_note, request.path_params["id"], data)
+        item = await self._write(
+            functools.partial(
+                self.store.edit_page_note, request.path_params["id"], data, by=_by(request)
+            )
+        )
         return JsonResponse(item.to_dict())
 
     async def delete_page_note(self, request: Request) -> Response:
         _allow(request)
         await self._write(
-            functools.partial(self.store.delete, request.path_params["id"], kind="page_note")
+            functools.partial(
+                self.store.delete, request.path_params["id"], kind="page_note", by=_by(request)
+            )
         )
         return Response(status_code=204)
 
@@ -405,7 +431,9 @@ class Api:
     async def create_review(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        review = await self._write(self.store.create_review, data)
+        review = await self._write(
+            functools.partial(self.store.create_review, data, by=_by(request))
+        )
         return _created(review.to_dict(), f"{API}/reviews/{review.id}")
 
     async def get_review(self, request: Request) -> Response:
@@ -550,13 +578,14 @@ def _methods_at(routes: list[Route]) -> Callable[[str], frozenset[str] | None]:
 def create_app(
     store: Store,
     *,
-    token: str | Callable[[], str],
+    token: str | Callable[[], str] | None = None,
     read_only: bool = False,
     site_dir: str | Path | None = None,
     allowed_hosts: list[str] | tuple[str, ...] | None = None,
     page_sources: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None,
     changes_timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_INTERVAL,
+    team: Settings | None = None,
 ) -> Starlette:
     """The whole web surface of one store, everything under `/__annotate/` (docs/http-api.md).
 
@@ -566,8 +595,15 @@ def create_app(
     `allowed_hosts`: `Host` names accepted besides loopback (the `--host` the user chose).
     `page_sources`: page URL → Markdown path (relative to the project), recorded with
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
+    `team`: team mode (annotate/web/team.py, docs/team.md): every request is a person's, and the
+    project token (then not needed) is not used.
     """
-    current_token: Callable[[], str] = token if callable(token) else (lambda: token)
+    if team is not None:
+        token = "-"  # never compared: the Guard identifies people instead
+    elif token is None:
+        raise ValueError("create_app needs a token, or team settings")
+    fixed = token
+    current_token: Callable[[], str] = fixed if callable(fixed) else (lambda: fixed)
     if not current_token():
         raise ValueError("create_app needs a non-empty token")
     if store.build_source is None:
@@ -620,11 +656,38 @@ def create_app(
         ),
         *api_routes,
     ]
+    if team is not None:
+        settings = team
+
+        async def signin(request: Request) -> Response:
+            return await team_module.signin(request, store, settings)
+
+        async def signout(request: Request) -> Response:
+            return await team_module.signout(request, settings)
+
+        routes += [
+            Route(SIGNIN_PATH, signin, methods=["GET", "POST"]),
+            Route("/__annotate/signout", signout, methods=["POST"]),
+        ]
+
+    def snippet(request: Request) -> str:
+        if team is not None:
+            # The person's name and role instead of a token: the browser holds its sign-in
+            # cookie (or passes the SSO proxy), which the page never sees.
+            person = _by(request)
+            return overlay_snippet(
+                "",
+                read_only=read_only,
+                version=__version__,
+                person=person.to_dict() if person else None,
+            )
+        # The token may be rotated while serving: each page gets the current one.
+        return overlay_snippet(current_token(), read_only=read_only, version=__version__)
+
     if site_dir is not None:
         site = SiteFiles(
             Path(site_dir),
-            # The token may be rotated while serving: each page gets the current one.
-            lambda: overlay_snippet(current_token(), read_only=read_only, version=__version__),
+            snippet,
             hidden=[store.path.parent if store.path else store.project_dir / DEFAULT_DIR],
         )
         routes.append(Route("/{path:path}", site.handle, methods=["GET"]))
@@ -656,8 +719,14 @@ def create_app(
                 Guard,
                 token=current_token,
                 read_only=read_only,
-                allowed_hosts=allowed_hosts or (),
+                # The public URL's host is this server's too (team mode, behind a proxy).
+                allowed_hosts=[
+                    *(allowed_hosts or ()),
+                    *([team.public_host] if team and team.public_host else []),
+                ],
                 methods=_methods_at(api_routes),
+                identify=None if team is None else team_module.identify(team, store),
+                allowed_origins=[team.public_origin] if team and team.public_origin else [],
             ),
         ],
         exception_handlers={

@@ -32,8 +32,11 @@ VIEWER = r"^[A-Za-z0-9_-]{1,64}$"  # annotate/store.py VIEWER
 MAX_CURSOR = 10**18 - 1  # `since` has at most 18 digits (annotate/web/app.py `_int`)
 ERRORS = {
     400: "Invalid input: a body that is not UTF-8 JSON (`invalid_json`) or a field breaking a rule (`invalid`); the message names the field.",
-    401: "Missing or wrong `X-Annotate-Token` (`unauthorized`).",
-    403: "Foreign `Origin` (`forbidden_origin`) or a `Host` that is not loopback (`forbidden_host`).",
+    401: "Missing or wrong `X-Annotate-Token` (`unauthorized`); in team mode, no person or an "
+    "unknown or revoked token.",
+    403: "Foreign `Origin` (`forbidden_origin`) or a `Host` that is not loopback (`forbidden_host`); "
+    "in team mode, what the person's role does not allow or an untrusted identity header "
+    "(`forbidden`).",
     404: "No item with this id, or no such route (`not_found`).",
     405: "A method the route does not take (`method_not_allowed`, with `Allow`) or a write on a "
     "read-only server (`read_only`).",

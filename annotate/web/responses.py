@@ -28,6 +28,7 @@ API_HEADERS = {
 # The web layer's own error codes (the library's are in annotate/errors.py).
 BAD_JSON = "invalid_json"
 UNAUTHORIZED = "unauthorized"
+FORBIDDEN = "forbidden"  # team mode: the same code as annotate.errors.Forbidden
 FORBIDDEN_ORIGIN = "forbidden_origin"
 FORBIDDEN_HOST = "forbidden_host"
 NOT_FOUND = "not_found"

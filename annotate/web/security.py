@@ -7,7 +7,10 @@ route runs (tests/test_attack_http.py plays each attack against every route):
 
 1. `Host` must be a loopback name or a host the user chose (`--host`): no DNS rebinding → 403;
 2. an `Origin` header, when present, must be the server's own origin → 403;
-3. every API request carries the project's token in `X-Annotate-Token` → 401;
+3. every API request carries the project's token in `X-Annotate-Token` → 401; in team mode
+   (`Identify`, docs/team.md) it is a person's instead: a trusted proxy's identity header, or a
+   personal token as a bearer token or sign-in cookie → 401 (a page: to the sign-in page), and
+   the identity header from any peer but a trusted proxy → 403;
 4. the API route must exist (→ 404) and take the method (→ 405 with the route's `Allow`), checked
    before the body so that a `PUT` is told about the method, not its content type (issue #17);
 5. with `read_only`, every API write is refused → 405;
@@ -24,12 +27,17 @@ import ipaddress
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import ValidationError
+from ..identity import Person, person_name
 from .responses import (
+    FORBIDDEN,
     FORBIDDEN_HOST,
     FORBIDDEN_ORIGIN,
     INTERNAL,
@@ -45,10 +53,13 @@ from .responses import (
 __all__ = [
     "ANCHOR_BODY_LIMIT",
     "BODY_LIMIT",
+    "COOKIES",
+    "SIGNIN_PATH",
     "TOKEN_HEADER",
     "CatchAll",
     "Guard",
     "HostCheck",
+    "Identify",
     "allow_header",
     "host_name",
     "is_loopback",
@@ -71,6 +82,16 @@ WRITE_METHODS = BODY_METHODS
 READ_ONLY_POSTS = frozenset({ANCHOR_PATH, SHOWN_PATH})
 READ_METHODS = ("GET", "HEAD")
 METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+# Team mode: the sign-in cookie. `__Host-` (only over https) binds it to this origin: no
+# subdomain can set or overwrite it.
+SIGNIN_PATH = "/__annotate/signin"
+COOKIES = ("__Host-annotate", "annotate")
+# What anyone may load in team mode: nothing of the store's.
+PUBLIC_PATHS = frozenset(
+    {"/__annotate/health", "/__annotate/openapi.json", SIGNIN_PATH, "/__annotate/signout"}
+)
+PUBLIC_PREFIX = "/__annotate/overlay/"
+DEFAULT_PROXIES = ("127.0.0.1", "::1")
 
 
 def host_name(value: str) -> str | None:
@@ -133,6 +154,93 @@ class HostCheck:
         )
 
 
+class Identify:
+    """Who a request is from, in team mode (docs/team.md, "Identity").
+
+    In this order: the identity header (`header`, e.g. `X-Forwarded-Email`) when the direct peer
+    is one of `trusted` (addresses or networks) — from any other peer it is refused, never
+    trusted, even beside a valid token; a personal token in `Authorization: Bearer`; the sign-in
+    cookie. `verify(token)` gives the token's person (`Store.person_for_token`); header names in
+    `maintainers` are maintainers, the others reviewers.
+    """
+
+    def __init__(
+        self,
+        verify: Callable[[str], Person | None],
+        *,
+        header: str | None = None,
+        trusted: Iterable[str] = DEFAULT_PROXIES,
+        maintainers: Iterable[str] = (),
+    ) -> None:
+        self.verify = verify
+        self.header = header.strip() if header else None
+        self.trusted = tuple(trusted_network(a) for a in trusted)
+        self.maintainers = frozenset(maintainers)
+
+    def trusted_peer(self, scope: Scope) -> bool:
+        client = scope.get("client")
+        try:
+            ip = ipaddress.ip_address(client[0]) if client else None
+        except ValueError:
+            return False  # a Unix socket, a test client: no address to trust
+        if ip is None:
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        return any(ip in net for net in self.trusted)
+
+    def spoofed(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
+        """403 when the identity header comes from a peer that is not a trusted proxy."""
+        if self.header and self.header in headers and not self.trusted_peer(scope):
+            client = scope.get("client")
+            peer = client[0] if client else "an unknown peer"
+            return (
+                403,
+                FORBIDDEN,
+                f"The {self.header} header is only accepted from a trusted proxy "
+                f"(--trusted-proxy); this request came from {peer}",
+            )
+        return None
+
+    async def __call__(self, scope: Scope, headers: Headers) -> Person | tuple[Any, ...] | None:
+        """The person, a refusal (401), or None when the request names nobody."""
+        if self.header and self.header in headers:
+            value = headers[self.header]
+            if value.strip():
+                try:
+                    name = person_name(value, self.header)
+                except ValidationError as e:
+                    return (401, UNAUTHORIZED, e.message)
+                return Person(name, "maintainer" if name in self.maintainers else "reviewer")
+        sent = headers.get("authorization")
+        if sent is not None:
+            scheme, _, token = sent.strip().partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                return (401, UNAUTHORIZED, "Authorization must be 'Bearer' and a personal token")
+            found = await run_in_threadpool(self.verify, token.strip())
+            if found is None:
+                # Never the token itself: error answers end up in logs.
+                return (401, UNAUTHORIZED, "Unknown or revoked token")
+            return found
+        cookies = cookie_parser(headers.get("cookie", ""))
+        for name in COOKIES:
+            if cookies.get(name):
+                return await run_in_threadpool(self.verify, cookies[name])
+        return None
+
+
+def trusted_network(address: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """An address or a network (`10.0.0.0/8`) given to `--trusted-proxy`."""
+    try:
+        return ipaddress.ip_network(address.strip().strip("[]"), strict=False)
+    except ValueError:
+        raise ValidationError(
+            f"--trusted-proxy {address!r} is not an IP address or network (e.g. 127.0.0.1, "
+            "10.0.0.0/8)",
+            "trusted-proxy",
+        ) from None
+
+
 def allow_header(methods: Iterable[str]) -> str:
     """The `Allow` value for `methods`, in a fixed order (HEAD wherever GET is)."""
     names = set(methods)
@@ -152,13 +260,19 @@ class Guard:
         read_only: bool = False,
         allowed_hosts: Iterable[str] = (),
         methods: Callable[[str], Iterable[str] | None],
+        identify: Identify | None = None,
+        allowed_origins: Iterable[str] = (),
     ) -> None:
-        """`methods(path)`: the methods the API route at `path` takes, None when there is none."""
+        """`methods(path)`: the methods the API route at `path` takes, None when there is none.
+        `identify`: team mode (people instead of the project token). `allowed_origins`: origins
+        accepted besides the server's own (the public URL in front of it, docs/team.md)."""
         self.app = app
         self.token = token
         self.read_only = read_only
         self.host_ok = HostCheck(allowed_hosts)
         self.methods = methods
+        self.identify = identify
+        self.origins = frozenset(o.strip().lower().rstrip("/") for o in allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -168,6 +282,11 @@ class Guard:
         refusal = self._refuse(scope, headers)
         path = scope["path"]
         is_api = path.startswith(API_PREFIX) or path == API_PREFIX[:-1]
+        if scope["type"] == "http":
+            # The caller, for the routes (docs/team.md): None in single-user mode.
+            scope.setdefault("state", {})["person"] = None
+            if refusal is None and self.identify is not None:
+                refusal = await self._person(scope, headers, is_api)
         if refusal is None and scope["type"] == "http" and is_api:
             refusal = self._refuse_api(scope, headers)
             if refusal is None and scope["method"] in BODY_METHODS:
@@ -203,7 +322,7 @@ class Guard:
             own = {f"http://{raw_host.strip().lower()}"}
             if scope.get("scheme") in ("https", "wss"):
                 own.add(f"https://{raw_host.strip().lower()}")
-            if origin.strip().lower() not in own:
+            if origin.strip().lower() not in own | self.origins:
                 return (
                     403,
                     FORBIDDEN_ORIGIN,
@@ -212,15 +331,49 @@ class Guard:
                 )
         return None
 
+    async def _person(self, scope: Scope, headers: Headers, is_api: bool) -> tuple[Any, ...] | None:
+        """Team mode: put the caller on the scope, or refuse (see `Identify`)."""
+        assert self.identify is not None
+        path = scope["path"]
+        refusal = self.identify.spoofed(scope, headers)
+        if refusal is not None:
+            return refusal
+        found = await self.identify(scope, headers)
+        if isinstance(found, tuple):
+            return found
+        if found is not None:
+            scope["state"]["person"] = found
+            return None
+        if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX):
+            return None
+        if not is_api and scope["method"] in READ_METHODS:
+            # A page: to the sign-in page, which comes back here.
+            target = path + (
+                "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else ""
+            )
+            where = f"{SIGNIN_PATH}?next={quote(target, safe='/')}"
+            return (303, UNAUTHORIZED, "Sign in first", {"Location": where})
+        return (
+            401,
+            UNAUTHORIZED,
+            "Sign in: send a personal token as 'Authorization: Bearer TOKEN', or sign in at "
+            f"{SIGNIN_PATH}",
+        )
+
     def _refuse_api(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
         if headers.get("sec-fetch-site") == "cross-site":
             return (403, FORBIDDEN_ORIGIN, "Cross-site requests are not allowed")
-        sent = headers.get(TOKEN_HEADER)
-        if sent is None:
-            return (401, UNAUTHORIZED, f"Missing {TOKEN_HEADER} header")
-        # Header values arrive as latin-1; compare bytes in constant time.
-        if not hmac.compare_digest(sent.encode("latin-1"), self.token().encode("latin-1")):
-            return (401, UNAUTHORIZED, f"Wrong {TOKEN_HEADER}: reload the page to get the new one")
+        if self.identify is None:
+            sent = headers.get(TOKEN_HEADER)
+            if sent is None:
+                return (401, UNAUTHORIZED, f"Missing {TOKEN_HEADER} header")
+            # Header values arrive as latin-1; compare bytes in constant time.
+            if not hmac.compare_digest(sent.encode("latin-1"), self.token().encode("latin-1")):
+                return (
+                    401,
+                    UNAUTHORIZED,
+                    f"Wrong {TOKEN_HEADER}: reload the page to get the new one",
+                )
         method, path = scope["method"], scope["path"]
         allowed = self.methods(path)
         if allowed is None:

@@ -17,6 +17,7 @@ from ..store import open as open_store
 from ..tokens import TokenFile
 from .app import create_app
 from .security import is_loopback
+from .team import NO_IDENTITY, Settings, has_identity_source
 
 if TYPE_CHECKING:
     import uvicorn
@@ -107,10 +108,14 @@ def serve(
     read_only: bool = False,
     echo: Callable[[str], None] = print,
     db: str | None = None,
+    team: Settings | None = None,
 ) -> None:
     """Serve `site_dir` until interrupted. Everything that can fail does so before the first
     request: the folder, the store, the token (created 0600 here), the port. `db`: another
-    store than the project's file (an SQLite file or a `postgresql://` URL)."""
+    store than the project's file (an SQLite file or a `postgresql://` URL).
+
+    `team`: team mode (docs/team.md): people instead of the project token; refused on an address
+    other machines reach until an identity source is configured."""
     import uvicorn
 
     # Unexpected errors are logged by the app (never sent to the browser): show them.
@@ -123,16 +128,23 @@ def serve(
         )
     site_config(project)  # a broken config is reported now, not on the first page's note
     store = open_store(project, db=db)
-    token = TokenFile(project)
+    if team is not None:
+        if exposed(host) and not has_identity_source(team, store):
+            store.close()
+            raise ValidationError(f"{NO_IDENTITY}; or listen on 127.0.0.1", "identity-header")
+        app = create_app(
+            store, read_only=read_only, site_dir=site, allowed_hosts=extra_hosts(host), team=team
+        )
+    else:
+        app = create_app(
+            store,
+            token=TokenFile(project),
+            read_only=read_only,
+            site_dir=site,
+            allowed_hosts=extra_hosts(host),
+        )
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
-    app = create_app(
-        store,
-        token=token,
-        read_only=read_only,
-        site_dir=site,
-        allowed_hosts=extra_hosts(host),
-    )
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -140,16 +152,21 @@ def serve(
         lifespan="off",
         server_header=False,
         timeout_graceful_shutdown=2,
+        # Team mode trusts the identity header by the direct peer's address: uvicorn must not
+        # replace it with one a proxy's X-Forwarded-For names.
+        proxy_headers=team is None,
     )
     server = feed_server(config, app.state.feed)
     base = f"http://{url_host(host)}:{actual_port}/"
-    mode = ", read-only" if read_only else ""
+    mode = (", read-only" if read_only else "") + (", team mode" if team else "")
     echo(f"Serving {site} at {base} (review page: {base}__annotate/{mode}). Press Ctrl+C to stop.")
-    if exposed(host):
+    if exposed(host) and team is None:
         echo(
             f"Warning: listening on {host or 'every interface'}: other machines can reach this "
             "server; the token still guards every change."
         )
+    if team is not None and not has_identity_source(team, store):
+        echo("No one can sign in yet: add a personal token with `annotate token add NAME`.")
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

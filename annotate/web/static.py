@@ -14,7 +14,7 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -90,6 +90,7 @@ def overlay_snippet(
     content_selector: str | None = None,
     author: str | None = None,
     pinned: bool = False,
+    person: Mapping[str, str] | None = None,
 ) -> str:
     """The tags the overlay needs: its configuration, its stylesheet and its script.
 
@@ -97,7 +98,8 @@ def overlay_snippet(
     read with `JSON.parse`), not inline code, so it also works on sites whose Content-Security-Policy
     forbids inline scripts. `pinned`: the overlay files' URLs carry their content hash (`?v=…`),
     which `OverlayFiles` answers with a year-long immutable cache, so a warm page load asks the
-    server nothing for them (`annotate proxy`, benchmarks/proxy.py).
+    server nothing for them (`annotate proxy`, benchmarks/proxy.py). `person`: team mode's
+    signed-in person (`{name, role}`, docs/team.md), whose cookie replaces the token.
     """
     config = {
         "token": token,
@@ -111,6 +113,8 @@ def overlay_snippet(
         config["contentSelector"] = content_selector
     if author:
         config["author"] = author
+    if person:
+        config["person"] = dict(person)
     css, js = f"{OVERLAY_URL}annotate.css", f"{OVERLAY_URL}annotate.js"
     if pinned:
         css, js = _pinned(css), _pinned(js)
@@ -178,8 +182,9 @@ class SiteFiles:
     """The files of a built site, HTML answers with the overlay injected."""
 
     def __init__(
-        self, root: Path, snippet: Callable[[], str], *, hidden: Iterable[Path] = ()
+        self, root: Path, snippet: Callable[[Request], str], *, hidden: Iterable[Path] = ()
     ) -> None:
+        """`snippet(request)`: the overlay's tags for the page this request asks for."""
         self.root = root.resolve()
         self.snippet = snippet
         # Folders never served even if inside the site (the store's folder).
@@ -203,12 +208,12 @@ class SiteFiles:
                 return RedirectResponse(target, status_code=301)
             full = full / "index.html"
         if full is None or not self._visible(full) or not full.is_file():
-            return self.not_found()
-        return self.file(full)
+            return self.not_found(request)
+        return self.file(full, request)
 
-    def file(self, full: Path, status: int = 200) -> Response:
+    def file(self, full: Path, request: Request, status: int = 200) -> Response:
         if full.suffix.lower() in HTML_SUFFIXES:
-            return self.html(full.read_bytes(), status)
+            return self.html(full.read_bytes(), request, status)
         media_type = mimetypes.guess_type(full.name)[0] or "application/octet-stream"
         return FileResponse(
             full,
@@ -217,10 +222,10 @@ class SiteFiles:
             headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
         )
 
-    def html(self, content: bytes, status: int = 200) -> Response:
+    def html(self, content: bytes, request: Request, status: int = 200) -> Response:
         # no-store: the page holds the token, and a rebuilt page must not come from a cache.
         return Response(
-            inject(content, self.snippet()),
+            inject(content, self.snippet(request)),
             status_code=status,
             media_type="text/html",
             headers={
@@ -230,11 +235,11 @@ class SiteFiles:
             },
         )
 
-    def not_found(self) -> Response:
+    def not_found(self, request: Request) -> Response:
         page = self.root / "404.html"
         if page.is_file():
-            return self.html(page.read_bytes(), 404)
-        return self.html(NOT_FOUND_HTML, 404)
+            return self.html(page.read_bytes(), request, 404)
+        return self.html(NOT_FOUND_HTML, request, 404)
 
 
 class OverlayAsset(NamedTuple):

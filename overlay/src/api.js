@@ -2,7 +2,8 @@
 
 // A failed call throws an Error whose message the toasts show: the server's `error` and the status.
 async function api(method, path, body, signal) {
-  const init = { method, headers: { [TOKEN_HEADER]: cfg.token }, cache: "no-store", signal };
+  // Team mode has no token: the browser's sign-in cookie (or the SSO proxy) names the person.
+  const init = { method, headers: cfg.token ? { [TOKEN_HEADER]: cfg.token } : {}, cache: "no-store", signal };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

@@ -64,6 +64,8 @@ function itemView(item, here) {
     { class: "meta" },
     h("span", { class: "badge s-" + item.status, text: STATUS[item.status] || item.status }),
     h("span", { class: "kind", text: item.type || "page note" }),
+    // Who wrote it (team mode records every author, docs/team.md).
+    item.author && h("span", { class: "kind", text: "by " + item.author }),
     src && h("code", { class: "source", title: "Markdown source", text: src }),
     // A passage the agent deleted as asked is no warning (issue #14): it is the note's answer.
     item.anchorState === "removed"
@@ -178,8 +180,11 @@ function actions(item) {
       button("Ask agent now", () => sendReview({ mode: "review", ids: [item.id] }))
     ],
     done(item) && button("Reopen", open("reopen")),
-    button("Edit", () => editItem(item)),
-    button("Delete", open("delete"), "danger")
+    // Team mode: a note's author or a maintainer edits or deletes it (the server refuses others).
+    (!cfg.person || cfg.person.role === "maintainer" || item.author === cfg.person.name) && [
+      button("Edit", () => editItem(item)),
+      button("Delete", open("delete"), "danger")
+    ]
   );
 }
 

@@ -133,7 +133,7 @@ function start() {
   }
 }
 
-if (cfg.token) {
+if (cfg.token || cfg.person) {
   window.annotateOverlay = {
     version: cfg.version || "",
     refresh: () => startPage(true),
