@@ -184,6 +184,14 @@ class DbFile:
                     conn.execute("BEGIN IMMEDIATE")
                     _apply_migrations(conn, 0)
                     conn.execute("COMMIT")
+                    # The schema into the file itself before it is linked into place: close()
+                    # would swallow a checkpoint that fails (a full disk), and the WAL holding the
+                    # schema is removed below, which left a malformed file at `path`.
+                    busy, frames, copied = conn.execute(
+                        "PRAGMA wal_checkpoint(TRUNCATE)"
+                    ).fetchone()
+                    if busy or frames != copied:
+                        raise sqlite3.OperationalError("database or disk is full")
                 finally:
                     conn.close()
                 with contextlib.suppress(FileExistsError):

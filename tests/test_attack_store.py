@@ -275,7 +275,7 @@ project, case = sys.argv[1], sys.argv[2]
 out = {}
 if case == "full":
     os.makedirs(project)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", project], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", project], check=True)
     store = annotate.open(project)
     acknowledged = []
     # Large notes, then notes the size of the last one, fill what room the large ones left (where
