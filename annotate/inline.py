@@ -5,7 +5,8 @@ comment the rendered site does not show (docs/inline.md):
 
     <!-- annotate: {"id": "a_0123456789", "status": "open", "note": "…", …} -->
 
-The JSON is the note as the JSON export writes it (`to_dict()`), empty fields left out, with
+The JSON is the note as the JSON export writes it (`to_dict()`), empty fields and the current
+source's excerpt left out, with
 `<`, `>` and every `-` that follows a `-` written as `\\u003c`, `\\u003e`, `\\u002d`: no text in a
 note can end the comment or open another. A group of markers and one blank line after it go just
 before a top-level block, at a line where a comment changes nothing that Python-Markdown renders:
@@ -56,8 +57,9 @@ MARKER = re.compile(r"<!-- annotate: (.*) -->")
 # The payload's first keys, in this order, so a diff reads as a sentence; the rest follow in the
 # order of `to_dict()`.
 FIRST_KEYS = ("id", "type", "status", "intent", "note", "suggestion", "selectedText", "replies")
-# Written by the source map, derived again on import (annotate/reconcile.py).
-DROPPED_KEYS = frozenset({"excerpt"})
+# The current source's excerpt: the store reads it from the file again (annotate/reconcile.py).
+# `originalSource` keeps its excerpt, the lines as they were when the note was made.
+DROPPED = ("source", "excerpt")
 # What could end an HTML comment or open another, and line separators some editors break at.
 UNSAFE = re.compile(r"[<>\u0085\u2028\u2029]|(?<=-)-")
 UNRESOLVED = ("open", "in_progress", "addressed")
@@ -76,7 +78,8 @@ JOINED = {
     "bullet_list": {"bullet_list", "ordered_list"},
     "ordered_list": {"bullet_list", "ordered_list"},
     "blockquote": {"blockquote"},
-    "tab": {"tab", "tab_set"},
+    "tab": {"tab"},
+    "tab_set": {"tab"},
 }
 
 
@@ -123,13 +126,12 @@ def encode(item: Annotation | PageNote) -> str:
 
 
 def _trimmed(value: Any) -> Any:
-    """`value` without empty fields and without what the store derives again (excerpts)."""
+    """`value` without empty fields (and without the current source's excerpt)."""
     if isinstance(value, Mapping):
-        return {
-            k: _trimmed(v)
-            for k, v in value.items()
-            if k not in DROPPED_KEYS and v is not None and v != "" and v != [] and v != {}
-        }
+        out = {k: _trimmed(v) for k, v in value.items() if v not in (None, "", [], {})}
+        if isinstance(out.get(DROPPED[0]), dict):
+            out[DROPPED[0]].pop(DROPPED[1], None)
+        return out
     if isinstance(value, list):
         return [_trimmed(v) for v in value]
     return value
@@ -218,21 +220,19 @@ def strip(doc: Document) -> tuple[Document, dict[int, list[str]], list[int]]:
 
 
 def _body_start(markdown: str, lines: list[str]) -> int:
-    """The first line after the page's front matter (as MkDocs finds it)."""
-    if m := _YAML.match(markdown):
-        return markdown.count("\n", 0, m.end())
+    """The first line that is not blank after the page's front matter (as MkDocs finds it)."""
     n = 0
-    meta = False
-    while n < len(lines):
-        line = lines[n].rstrip("\r\n")
-        if not line.strip():
-            return n + 1 if meta else 0
-        if _META.match(line) or (meta and _META_MORE.match(line)):
-            meta = True
+    if m := _YAML.match(markdown):
+        n = markdown.count("\n", 0, m.end())
+    else:
+        while n < len(lines) and not _blank(lines[n]):
+            line = lines[n].rstrip("\r\n")
+            if not (_META.match(line) or (n and _META_MORE.match(line))):
+                break
             n += 1
-            continue
-        break
-    return n if meta else 0
+    while n < len(lines) and _blank(lines[n]):
+        n += 1
+    return n
 
 
 def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
