@@ -72,6 +72,8 @@ _NEWLINES = re.compile(r"\r\n?")
 _YAML = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.DOTALL)
 _META = re.compile(r"^[ ]{0,3}[A-Za-z0-9_-]+:\s*")
 _META_MORE = re.compile(r"^(?:[ ]{4}|\t)")
+# A definition of a definition list (Python-Markdown's def_list).
+_DEFINITION = re.compile(r"[ ]{0,3}:[ ]{1,3}\S")
 # Blocks Python-Markdown joins with the same kind of block after a blank line: a comment between
 # them would split one list (or quote) in two.
 JOINED = {
@@ -160,6 +162,7 @@ class Document:
 
     lines: list[str]
     bom: str = ""
+    stamp: int | None = None  # the file's modification time (ns) when read
 
     @classmethod
     def parse(cls, text: str) -> Document:
@@ -216,7 +219,7 @@ def strip(doc: Document) -> tuple[Document, dict[int, list[str]], list[int]]:
         where.append(len(kept))
         kept.append(line)
         n += 1
-    return Document(kept, doc.bom), groups, where
+    return Document(kept, doc.bom, doc.stamp), groups, where
 
 
 def _body_start(markdown: str, lines: list[str]) -> int:
@@ -241,18 +244,31 @@ def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
     lines = doc.lines
     start = _body_start(markdown, lines)
     found = [b for b in sourcemap.blocks(markdown) if b.start >= start and b.kind != "front_matter"]
+
+    def defines(i: int) -> bool:
+        return 0 <= i < len(found) and any(
+            _DEFINITION.match(lines[n]) for n in range(found[i].start, found[i].end)
+        )
+
     allowed = []
+    top = -1  # the last block that starts at the margin: a definition's own blocks are indented
     for i, b in enumerate(found):
         line = lines[b.start] if b.start < len(lines) else ""
-        previous = found[i - 1].kind if i else None
+        previous = found[i - 1].kind if i else ""
+        at_margin = line[:1] not in ("", " ", "\t", "\r", "\n")
         allowed.append(
             b.start == start
             or (
                 _blank(lines[b.start - 1])
-                and line[:1] not in ("", " ", "\t", ":", "\r", "\n")
-                and b.kind not in JOINED.get(previous or "", set())
+                and at_margin
+                and not line.startswith(":")
+                and b.kind not in JOINED.get(previous, set())
+                # A term (or definition) after a definition list joins that list.
+                and not ((defines(i) or defines(i + 1)) and defines(top))
             )
         )
+        if at_margin:
+            top = i
     return start, found, allowed
 
 
@@ -286,7 +302,7 @@ def insert(doc: Document, groups: Mapping[int, list[str]]) -> Document:
             out.append(end)
         if n < len(doc.lines):
             out.append(doc.lines[n])
-    return Document(out, doc.bom)
+    return Document(out, doc.bom, doc.stamp)
 
 
 # -- files --------------------------------------------------------------------------------------
@@ -294,27 +310,35 @@ def insert(doc: Document, groups: Mapping[int, list[str]]) -> Document:
 
 def _read(path: Path, shown: str) -> Document:
     try:
-        return Document.parse(path.read_bytes().decode("utf-8"))
+        data = path.read_bytes()
+        stamp = path.stat().st_mtime_ns
     except FileNotFoundError:
         raise InlineError(f"{shown} does not exist") from None
-    except UnicodeDecodeError as e:
-        raise InlineError(f"{shown} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise InlineError(f"{shown} cannot be read: {e.strerror or e}") from None
+    try:
+        doc = Document.parse(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise InlineError(f"{shown} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    doc.stamp = stamp
+    return doc
 
 
 def _write_all(files: Mapping[Path, tuple[str, Document]]) -> None:
     """Write each file whole through a temporary file renamed over it: a reader (or a crash) sees
-    the old file or the new one, never half of one."""
+    the old file or the new one, never half of one. A file changed since it was read is left
+    alone (an editor saved it meanwhile): the command says so and can run again."""
     for path, (shown, doc) in files.items():
         data = doc.text().encode("utf-8")
         try:
-            mode = path.stat().st_mode & 0o7777
+            info = path.stat()
+            if doc.stamp is not None and info.st_mtime_ns != doc.stamp:
+                raise InlineError(f"{shown} changed while it was being marked; run again")
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
-                os.chmod(tmp, mode)
+                os.chmod(tmp, info.st_mode & 0o7777)
                 os.replace(tmp, path)
             except BaseException:
                 os.unlink(tmp)

@@ -160,7 +160,7 @@ PLACES = [
     ("code.md", "Text right after a fence", "```markdown"),
     ("misc.md", "A second quotation Python-Markdown", "> A quotation that spans"),
     ("misc.md", "Its definition, with enough", "Term to define"),
-    ("misc.md", "A definition after a blank line.", "Another term"),
+    ("misc.md", "A definition after a blank line.", "Term to define"),
     ("misc.md", "The footnote text at the bottom.", "[^1]: The footnote text at the bottom."),
     ("misc.md", "Markdown inside an HTML block", "<div markdown>"),
 ]
