@@ -63,6 +63,8 @@ DROPPED = ("source", "excerpt")
 # What could end an HTML comment or open another, and line separators some editors break at.
 UNSAFE = re.compile(r"[<>\u0085\u2028\u2029]|(?<=-)-")
 UNRESOLVED = ("open", "in_progress", "addressed")
+# The suffixes MkDocs reads as Markdown (mkdocs/utils/__init__.py, `markdown_extensions`).
+MARKDOWN = frozenset({".md", ".markdown", ".mdown", ".mkdn", ".mkd"})
 # Where an import's message names the item; a marker holds one.
 _ITEM = re.compile(r"^(?:annotations|pageNotes)\[0\]: ")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -436,7 +438,7 @@ def import_inline(
     root = Path(store.project_dir)
     folder = Path(path) if path is not None else root / docs_dir(root)
     if folder.is_dir():
-        files = sorted(p for p in folder.rglob("*.md") if p.is_file())
+        files = sorted(p for p in folder.rglob("*") if p.suffix in MARKDOWN and p.is_file())
     elif folder.exists():
         files = [folder]
     else:

@@ -358,3 +358,17 @@ def test_cli_errors(
     assert message in out.output
     if code == 1:
         assert out.output.count("\n") == 1
+
+
+def test_import_reads_every_markdown_suffix(tmp_path: Path) -> None:
+    write_project(tmp_path, "# Install\n")
+    with annotate.open(tmp_path) as store:
+        note = store.add_page_note({"pageUrl": "/old/", "note": "From a .markdown file."})
+        marker = inline.encode(note)
+        store.delete(note.id)
+        (tmp_path / "docs" / "old.markdown").write_text(f"{marker}\n\n# Old\n")
+        (tmp_path / "docs" / "notes.txt").write_text(f"{marker}\n\nNot Markdown.\n")
+        result = inline.import_inline(store, strip_markers=True)
+        assert result.markers == 1 and store.get_page_note(note.id).note == note.note
+    assert (tmp_path / "docs" / "old.markdown").read_text() == "# Old\n"
+    assert (tmp_path / "docs" / "notes.txt").read_text().startswith("<!-- annotate: ")
