@@ -246,6 +246,14 @@ def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
     lines = doc.lines
     start = _body_start(markdown, lines)
     found = [b for b in sourcemap.blocks(markdown) if b.start >= start and b.kind != "front_matter"]
+    if found and found[0].start == start and _title(lines, found[0]):
+        # MkDocs takes the page's title from its first element only when that is an h1
+        # (mkdocs/structure/pages.py, _ExtractTitleTreeprocessor): markers go after it.
+        after = found[0].end
+        while after < len(lines) and _blank(lines[after]):
+            after += 1
+        if after < len(lines) or lines[-1].endswith(("\n", "\r")):
+            start = after
 
     def defines(i: int) -> bool:
         return 0 <= i < len(found) and any(
@@ -261,7 +269,8 @@ def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
         allowed.append(
             b.start == start
             or (
-                _blank(lines[b.start - 1])
+                b.start > start
+                and _blank(lines[b.start - 1])
                 and at_margin
                 and not line.startswith(":")
                 and b.kind not in JOINED.get(previous, set())
@@ -272,6 +281,16 @@ def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
         if at_margin:
             top = i
     return start, found, allowed
+
+
+def _title(lines: list[str], block: sourcemap.Block) -> bool:
+    """Whether `block` is an h1 heading (`# Title`, or `Title` underlined with `=`)."""
+    if block.kind != "heading":
+        return False
+    first = lines[block.start]
+    if first.startswith("#"):
+        return first[1:2] in (" ", "\t", "\r", "\n", "")
+    return block.end - block.start > 1 and lines[block.end - 1].lstrip().startswith("=")
 
 
 def _place(line: int | None, start: int, found: list[sourcemap.Block], allowed: list[bool]) -> int:

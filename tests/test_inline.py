@@ -143,6 +143,11 @@ PLACES = [
     ("lists.md", "Asterisk list that Python-Markdown", "- First item of a tight list"),
     ("lists.md", "which Python-Markdown keeps", "A paragraph directly followed by a list line"),
     ("lists.md", "Closing paragraph of the lists page.", "Closing paragraph of the lists page."),
+    (
+        "lists.md",
+        "Lists and nesting",
+        "A paragraph before the list, long enough to be quoted by a reviewer somewhere.",
+    ),
     ("tables.md", "Turn warnings into errors", "| Option | Default | What it does |"),
     ("tables.md", "stays text", "Text between two tables."),
     ("admonitions.md", "A second paragraph in the body", '!!! note "A note with a title"'),
@@ -198,18 +203,48 @@ def test_where_the_marker_goes(tmp_path: Path, page: str, passage: str, before: 
 @pytest.mark.parametrize(
     ("page", "first"),
     [
-        ("lists.md", "# Lists and nesting"),
-        ("misc.md", "Setext heading"),
-        ("code.md", "# Code blocks"),
+        (
+            "lists.md",
+            "A paragraph before the list, long enough to be quoted by a reviewer somewhere.",
+        ),
+        ("misc.md", "> A quotation that spans"),
+        ("code.md", "A fenced block with backticks:"),
     ],
 )
-def test_page_notes_go_after_the_front_matter(tmp_path: Path, page: str, first: str) -> None:
+def test_page_notes_go_after_the_front_matter_and_the_title(
+    tmp_path: Path, page: str, first: str
+) -> None:
+    # MkDocs takes a page's title from its first element only when that is an h1: a comment
+    # before it would change the title in the navigation and the browser tab.
     project = make_project(tmp_path, own_docs=False)
     file = project / "docs" / "inline-fixtures" / page
     with annotate.open(project) as store:
         note = store.add_page_note({"pageUrl": f"/inline-fixtures/{page[:-3]}/", "note": "Hi."})
         inline.export_inline(store)
     assert _line_after_markers(file.read_text(), note.id) == first
+
+
+@pytest.mark.parametrize(
+    ("page", "marked"),
+    [
+        ("# Install\nRun pip install mkdocs-annotate.\n", "# Install\n{m}\n\nRun pip"),
+        ("Install\n=======\n\nRun pip install mkdocs-annotate.\n", "=======\n\n{m}\n\nRun"),
+        ("# Install\n", "# Install\n{m}\n\n"),
+        # No line end to put the marker after: before the title, the one place left.
+        ("# Install", "{m}\n\n# Install"),
+        ("## Install\n\nRun pip install mkdocs-annotate.\n", "{m}\n\n## Install"),
+    ],
+)
+def test_the_title_stays_first(tmp_path: Path, page: str, marked: str) -> None:
+    write_project(tmp_path, page)
+    with annotate.open(tmp_path) as store:
+        note = store.add_page_note({"pageUrl": "/guide/install/", "note": "Hi."})
+        line = inline.encode(note)
+        inline.export_inline(store)
+        text = (tmp_path / "docs" / "guide" / "install.md").read_text()
+        assert marked.format(m=line) in text
+        inline.import_inline(store, strip_markers=True)
+    assert (tmp_path / "docs" / "guide" / "install.md").read_text() == page
 
 
 def test_a_note_without_lines_goes_to_the_top(tmp_path: Path) -> None:

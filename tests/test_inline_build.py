@@ -19,39 +19,46 @@ from .inline_project import add_notes, make_project
 
 
 class Article(HTMLParser):
-    """The text of a built page's `article` and the tags it is made of, comments left out."""
+    """The text of a built page's `article` and the tags it is made of, comments left out, and
+    the page's `<title>` (MkDocs takes it from the first h1)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.depth = 0
+        self.in_title = False
+        self.title = ""
         self.text: list[str] = []
         self.tags: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.in_title = tag == "title"
         if tag == "article":
             self.depth += 1
         elif self.depth:
             self.tags.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        self.in_title = False
         if tag == "article" and self.depth:
             self.depth -= 1
         elif self.depth:
             self.tags.append("/" + tag)
 
     def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title += data
         if self.depth:
             self.text.append(data)
 
 
-def article(page: Path) -> tuple[str, list[str]]:
+def article(page: Path) -> tuple[str, list[str], str]:
     parser = Article()
     parser.feed(page.read_text(encoding="utf-8"))
     parser.close()
-    return " ".join("".join(parser.text).split()), parser.tags
+    return " ".join("".join(parser.text).split()), parser.tags, parser.title
 
 
-def build_site(project: Path, site: Path) -> dict[str, tuple[str, list[str]]]:
+def build_site(project: Path, site: Path) -> dict[str, tuple[str, list[str], str]]:
     config = load_config(str(project / "mkdocs.yml"), site_dir=str(site))
     build(config)
     return {p.relative_to(site).as_posix(): article(p) for p in sorted(site.rglob("index.html"))}
@@ -89,9 +96,12 @@ def test_the_built_pages_show_the_same_text(built: tuple[Path, dict[str, object]
     before, after = runs["before"], runs["after"]
     assert isinstance(before, dict) and isinstance(after, dict)
     assert set(after) == set(before)
-    for page, (text, tags) in before.items():
+    for page, (text, tags, title) in before.items():
         assert after[page][0] == text, page
         assert after[page][1] == tags, page  # the same elements: no list or tab set split
+        assert after[page][2] == title, page
+    # The title MkDocs took from the first h1, not from the file name (`Code`).
+    assert before["inline-fixtures/code/index.html"][2].startswith("Code blocks - ")
 
 
 def test_the_markers_are_comments_in_the_built_pages(
