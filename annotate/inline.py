@@ -74,6 +74,10 @@ _NEWLINES = re.compile(r"\r\n?")
 _YAML = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.DOTALL)
 _META = re.compile(r"^[ ]{0,3}[A-Za-z0-9_-]+:\s*")
 _META_MORE = re.compile(r"^(?:[ ]{4}|\t)")
+# A fence (pymdownx.superfences: any indentation, in quotes too) and a content tab that does not
+# start a new set (pymdownx.tabbed).
+_FENCE = re.compile(r"([ \t>]*)(`{3,}|~{3,})")
+_TAB = re.compile(r"===\+?[ \t]")
 # A definition of a definition list (Python-Markdown's def_list).
 _DEFINITION = re.compile(r"[ ]{0,3}:[ ]{1,3}\S")
 # Blocks Python-Markdown joins with the same kind of block after a blank line: a comment between
@@ -187,11 +191,12 @@ def markers(doc: Document) -> list[int]:
     """Indexes of the lines of `doc` that are markers: lines of top-level HTML blocks that start
     `<!-- annotate: ` (never a line inside a fence, a list or an admonition)."""
     found = []
+    fenced = _fenced(doc.lines)
     for block in sourcemap.blocks(doc.markdown()):
         if block.kind != "html_block":
             continue
         for n in range(block.start, min(block.end, len(doc.lines))):
-            if doc.lines[n].startswith(MARKER_PREFIX):
+            if doc.lines[n].startswith(MARKER_PREFIX) and n not in fenced:
                 found.append(n)
     return found
 
@@ -260,11 +265,12 @@ def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
             _DEFINITION.match(lines[n]) for n in range(found[i].start, found[i].end)
         )
 
+    fenced = _fenced(lines)
     allowed = []
     top = -1  # the last block that starts at the margin: a definition's own blocks are indented
+    previous = ""  # the last block's kind, footnote definitions aside (they move to the end)
     for i, b in enumerate(found):
         line = lines[b.start] if b.start < len(lines) else ""
-        previous = found[i - 1].kind if i else ""
         at_margin = line[:1] not in ("", " ", "\t", "\r", "\n")
         allowed.append(
             b.start == start
@@ -272,15 +278,48 @@ def _places(doc: Document) -> tuple[int, list[sourcemap.Block], list[bool]]:
                 b.start > start
                 and _blank(lines[b.start - 1])
                 and at_margin
+                and b.start not in fenced
                 and not line.startswith(":")
                 and b.kind not in JOINED.get(previous, set())
+                # A tab after an indented body continues a set, whatever markdown-it made of it.
+                and not (_TAB.match(line) and _after_indented(lines, b.start))
                 # A term (or definition) after a definition list joins that list.
                 and not ((defines(i) or defines(i + 1)) and defines(top))
             )
         )
         if at_margin:
             top = i
+        if b.kind != "footnote":
+            previous = b.kind
     return start, found, allowed
+
+
+def _after_indented(lines: list[str], at: int) -> bool:
+    """Whether the last line before `at` that is not blank is indented."""
+    for n in range(at - 1, -1, -1):
+        if not _blank(lines[n]):
+            return lines[n][:1] in (" ", "\t")
+    return False
+
+
+def _fenced(lines: list[str]) -> set[int]:
+    """Lines inside fenced code as pymdownx.superfences reads it: a fence opens at any
+    indentation and closes only at the same indentation. markdown-it closes some fences
+    elsewhere; a marker must not go inside a fence either reads."""
+    inside: set[int] = set()
+    fence = indent = ""
+    for n, raw in enumerate(lines):
+        line = raw.rstrip("\r\n")
+        if not fence:
+            m = _FENCE.match(line)
+            if m and not (m.group(2)[0] == "`" and "`" in line[m.end() :]):
+                fence, indent = m.group(2), m.group(1)
+            continue
+        inside.add(n)
+        rest = line[len(indent) :] if line.startswith(indent) else ""
+        if rest.startswith(fence) and not rest.strip().strip(fence[0]):
+            fence = ""
+    return inside
 
 
 def _title(lines: list[str], block: sourcemap.Block) -> bool:

@@ -159,6 +159,9 @@ PLACES = [
     ("tabs.md", "Or install the command line alone.", '=== "pip"'),
     ("tabs.md", "Body of the second tab.", '===! "First of a new set"'),
     ("tabs.md", "Tab two inside the admonition.", '!!! example "Tabs inside an admonition"'),
+    ("tabs.md", "Text after the stray fence.", '=== "Stray one"'),
+    ("tabs.md", "int result_cpp();", '=== "C"'),
+    ("tabs.md", "int example_cpp();", '``` title="Tabs with code"'),
     ("code.md", 'return "hello"', "```python"),
     ("code.md", "site_name: My docs", '~~~yaml title="mkdocs.yml"'),
     ("code.md", "annotate get a_0123456789", "An indented block:"),
@@ -168,6 +171,7 @@ PLACES = [
     ("misc.md", "A definition after a blank line.", "Term to define"),
     ("misc.md", "The footnote text at the bottom.", "[^1]: The footnote text at the bottom."),
     ("misc.md", "Markdown inside an HTML block", "<div markdown>"),
+    ("misc.md", "The item after the footnote", "1.  A list item with a footnote.[^2]"),
 ]
 
 
