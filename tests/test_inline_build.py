@@ -1,4 +1,4 @@
-"""The site built from marked-up Markdown shows the same text (issue #19 item 5): a real
+"""The site built from marked-up Markdown shows the same pages (issue #19 item 5): a real
 `mkdocs build` (Material, the extensions of tests/inline_project.py) before and after
 `annotate export --inline`, compared page by page."""
 
@@ -18,13 +18,14 @@ from annotate import inline
 from .inline_project import add_notes, make_project
 
 
-class Article(HTMLParser):
-    """The text of a built page's `article` and the tags it is made of, comments left out, and
-    the page's `<title>` (MkDocs takes it from the first h1)."""
+class Page(HTMLParser):
+    """A built page as a reader sees it: its text (scripts and styles aside, whitespace folded),
+    the elements it is made of, comments left out, and its `<title>` (MkDocs takes the title
+    from the first h1)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.depth = 0
+        self.hidden = 0
         self.in_title = False
         self.title = ""
         self.text: list[str] = []
@@ -32,28 +33,26 @@ class Article(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.in_title = tag == "title"
-        if tag == "article":
-            self.depth += 1
-        elif self.depth:
-            self.tags.append(tag)
+        if tag in ("script", "style"):
+            self.hidden += 1
+        self.tags.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
         self.in_title = False
-        if tag == "article" and self.depth:
-            self.depth -= 1
-        elif self.depth:
-            self.tags.append("/" + tag)
+        if tag in ("script", "style") and self.hidden:
+            self.hidden -= 1
+        self.tags.append("/" + tag)
 
     def handle_data(self, data: str) -> None:
         if self.in_title:
             self.title += data
-        if self.depth:
+        if not self.hidden:
             self.text.append(data)
 
 
-def article(page: Path) -> tuple[str, list[str], str]:
-    parser = Article()
-    parser.feed(page.read_text(encoding="utf-8"))
+def page(file: Path) -> tuple[str, list[str], str]:
+    parser = Page()
+    parser.feed(file.read_text(encoding="utf-8"))
     parser.close()
     return " ".join("".join(parser.text).split()), parser.tags, parser.title
 
@@ -61,7 +60,7 @@ def article(page: Path) -> tuple[str, list[str], str]:
 def build_site(project: Path, site: Path) -> dict[str, tuple[str, list[str], str]]:
     config = load_config(str(project / "mkdocs.yml"), site_dir=str(site))
     build(config)
-    return {p.relative_to(site).as_posix(): article(p) for p in sorted(site.rglob("index.html"))}
+    return {p.relative_to(site).as_posix(): page(p) for p in sorted(site.rglob("*.html"))}
 
 
 @pytest.fixture(scope="module")
@@ -96,10 +95,10 @@ def test_the_built_pages_show_the_same_text(built: tuple[Path, dict[str, object]
     before, after = runs["before"], runs["after"]
     assert isinstance(before, dict) and isinstance(after, dict)
     assert set(after) == set(before)
-    for page, (text, tags, title) in before.items():
-        assert after[page][0] == text, page
-        assert after[page][1] == tags, page  # the same elements: no list or tab set split
-        assert after[page][2] == title, page
+    for name, (text, tags, title) in before.items():
+        assert after[name][0] == text, name
+        assert after[name][1] == tags, name  # the same elements: no list or tab set split
+        assert after[name][2] == title, name
     # The title MkDocs took from the first h1, not from the file name (`Code`).
     assert before["inline-fixtures/code/index.html"][2].startswith("Code blocks - ")
 
