@@ -6,14 +6,15 @@ comment the rendered site does not show (docs/inline.md):
     <!-- annotate: {"id": "a_0123456789", "status": "open", "note": "…", …} -->
 
 The JSON is the note as the JSON export writes it (`to_dict()`), empty fields and the current
-source's excerpt left out, with
-`<`, `>` and every `-` that follows a `-` written as `\\u003c`, `\\u003e`, `\\u002d`: no text in a
-note can end the comment or open another. A group of markers and one blank line after it go just
-before a top-level block, at a line where a comment changes nothing that Python-Markdown renders:
-the block the note's `source` lines fall in, or the nearest block above that starts a new block
-(never inside front matter, a fence, a table, a list, a blockquote, an admonition or a set of
-content tabs); page notes and notes without lines at the top of the page, after its front matter.
-Removing the markers and the blank line after each group gives back the file byte for byte.
+source's excerpt left out, with `<`, `>` and every `-` that follows a `-` written as `\\u003c`,
+`\\u003e`, `\\u002d`: no text in a note can end the comment or open another. A group of markers
+and one blank line after it go just before a top-level block, at a line where a comment changes
+nothing that Python-Markdown renders: the block the note's `source` lines fall in, or the nearest
+block above that starts a new one (never inside front matter, a fence, a table, a list, a
+blockquote, an admonition, a definition list or a set of content tabs). Page notes and notes
+without lines go at the top of the page, after its front matter and its h1 title (MkDocs takes
+the title from the first element only). Removing the markers and the blank line after each group
+gives back the file byte for byte.
 """
 
 from __future__ import annotations
