@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from . import agents, importing
+from . import agents, importing, inline
 from . import build as builds
 from . import context as context_module
 from . import export as export_module
@@ -500,8 +500,35 @@ def summary(ctx: Ctx) -> None:
     type=click.Path(dir_okay=False, writable=True),
     help="Write to this file instead of standard output.",
 )
-def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str | None) -> None:
-    """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD."""
+@click.option(
+    "--inline",
+    "in_markdown",
+    is_flag=True,
+    help="Write each note not yet resolved into its Markdown file, as a comment marker before "
+    "the block it is about (docs/inline.md).",
+)
+@click.option("--page", help="With --inline: only the notes of this page URL.")
+def export(
+    ctx: Ctx,
+    fmt: str | None,
+    include_resolved: bool | None,
+    output: str | None,
+    in_markdown: bool,
+    page: str | None,
+) -> None:
+    """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD; or, with
+    --inline, into the Markdown files themselves."""
+    if in_markdown:
+        if fmt or output or include_resolved is not None:
+            raise click.UsageError(
+                "--inline writes into the Markdown files: --format, --output and "
+                "--include-resolved do not apply"
+            )
+        result = inline.export_inline(ctx.store(), page)
+        ctx.emit(result.to_dict(), lambda: _exported_inline(result))
+        return
+    if page is not None:
+        raise click.UsageError("--page goes with --inline")
     fmt = fmt or ("json" if ctx.as_json else "markdown")
     text = export_module.render(ctx.store(), fmt, include_resolved=include_resolved)
     if output:
@@ -512,10 +539,44 @@ def export(ctx: Ctx, fmt: str | None, include_resolved: bool | None, output: str
         click.echo(visible(text) if fmt == "markdown" else visible_json(text))
 
 
+def _exported_inline(result: inline.ExportResult) -> str:
+    files = len(result.files)
+    text = (
+        f"Wrote {result.written} marker{'' if result.written == 1 else 's'} into "
+        f"{files} file{'' if files == 1 else 's'}"
+    )
+    if result.files:
+        text += ": " + ", ".join(result.files)
+    if result.already:
+        text += f"\n{result.already} already marked"
+    if result.no_file:
+        text += f"\n{result.no_file} on pages without a Markdown file (left out)"
+    return text
+
+
 @command(cli, "import")
-@click.argument("file", type=click.Path(dir_okay=False))
-def import_(ctx: Ctx, file: str) -> None:
-    """Import a JSON export, or astro-inline-review's inline-review.json."""
+@click.argument("file", required=False)
+@click.option(
+    "--inline",
+    "in_markdown",
+    is_flag=True,
+    help="Read the notes marked in Markdown files (FILE: a file or folder, default the docs "
+    "folder) by export --inline.",
+)
+@click.option("--strip", is_flag=True, help="With --inline: then remove the markers.")
+def import_(ctx: Ctx, file: str | None, in_markdown: bool, strip: bool) -> None:
+    """Import a JSON export, or astro-inline-review's inline-review.json; or, with --inline,
+    the notes marked in Markdown files."""
+    if in_markdown:
+        result = inline.import_inline(ctx.store(), file, strip_markers=strip)
+        ctx.emit(result.to_dict(), lambda: _imported_inline(result))
+        return
+    if strip:
+        raise click.UsageError("--strip goes with --inline")
+    if file is None:
+        raise click.UsageError("Missing argument 'FILE'.")
+    if Path(file).is_dir():
+        raise click.UsageError(f"{file} is a folder: name a JSON file (or use --inline)")
     counts = importing.import_file(ctx.store(), file)
 
     def human() -> str:
@@ -529,6 +590,19 @@ def import_(ctx: Ctx, file: str) -> None:
         return f"Imported {', '.join(parts)} from {file} ({counts['skipped']} already present)"
 
     ctx.emit(counts, human)
+
+
+def _imported_inline(result: inline.ImportResult) -> str:
+    c = result.counts
+    text = (
+        f"Read {result.markers} marker{'' if result.markers == 1 else 's'}: imported "
+        f"{c['annotations']} annotations, {c['pageNotes']} page notes, {c['replies']} replies "
+        f"({c['skipped']} already present)"
+    )
+    if result.stripped:
+        n = len(result.stripped)
+        text += f"\nRemoved the markers from {n} file{'' if n == 1 else 's'}"
+    return text
 
 
 @command(cli, "purge")

@@ -16,7 +16,9 @@ __all__ = [
     "EmptyReply",
     "Forbidden",
     "ImportFormatError",
+    "InlineError",
     "InvalidTransition",
+    "MarkerError",
     "NewerSchemaError",
     "NotATextAnnotation",
     "NotFoundError",
@@ -163,6 +165,25 @@ class Unauthorized(AnnotateError):
 
     code = "unauthorized"
     http_status = 401
+
+
+class InlineError(AnnotateError):
+    """Notes cannot be written into Markdown files or read back from them (annotate/inline.py):
+    a page without a Markdown file, a file that cannot be read or written."""
+
+    code = "inline"
+
+
+class MarkerError(InlineError):
+    """A line of a Markdown file that opens an inline marker (`<!-- annotate: `) but cannot be
+    read as one."""
+
+    code = "invalid_marker"
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: not a readable annotate marker: {reason}")
+        self.path = path
+        self.line = line
 
 
 class InvalidTransition(AnnotateError):

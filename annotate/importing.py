@@ -23,7 +23,7 @@ from .store import new_id, now
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["import_data", "import_file"]
+__all__ = ["Rows", "import_data", "import_file", "rows_of"]
 
 MAX_TIMESTAMP = 40
 
@@ -47,6 +47,12 @@ def import_file(store: Store, path: str | os.PathLike[str]) -> dict[str, int]:
 
 
 def import_data(store: Store, data: Any) -> dict[str, int]:
+    return store.insert_raw(*rows_of(data))
+
+
+def rows_of(data: Any) -> Rows:
+    """The validated rows of an import (annotations, page notes, replies, reviews), for
+    `Store.insert_raw`; raises `ValidationError` naming the item at fault."""
     if not isinstance(data, Mapping):
         raise ImportFormatError("An import must be a JSON object")
     if data.get("format") == JSON_FORMAT:
@@ -55,14 +61,12 @@ def import_data(store: Store, data: Any) -> dict[str, int]:
                 f"This export has version {data.get('version')!r}; this mkdocs-annotate reads "
                 "version 1"
             )
-        rows = _ours(data)
-    elif data.get("version") == 1 and "annotations" in data and "format" not in data:
-        rows = _inline_review(data)
-    else:
-        raise ImportFormatError(
-            "Not an export of mkdocs-annotate nor an astro-inline-review inline-review.json"
-        )
-    return store.insert_raw(*rows)
+        return _ours(data)
+    if data.get("version") == 1 and "annotations" in data and "format" not in data:
+        return _inline_review(data)
+    raise ImportFormatError(
+        "Not an export of mkdocs-annotate nor an astro-inline-review inline-review.json"
+    )
 
 
 Rows = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]

@@ -37,8 +37,10 @@ from .anchoring.text import find_all
 from .pages import safe_path
 
 __all__ = [
+    "Block",
     "ProjectedText",
     "SourceMatch",
+    "blocks",
     "locate_element",
     "locate_in_markdown",
     "map_source",
@@ -706,6 +708,43 @@ def project_markdown(source: str) -> ProjectedText:
     return ProjectedText(
         source, "".join(projector.chars), tuple(projector.offsets), bytes(projector.code_flags)
     )
+
+
+class Block(NamedTuple):
+    """A top-level block of a Markdown file: lines [start, end), 0-based, and its kind.
+
+    `kind` is the markdown-it token type without `_open` (`paragraph`, `bullet_list`, `fence`,
+    `html_block`, `admonition`, `front_matter`, …), `footnote` for a footnote definition, `tab`
+    for a content tab that continues the set of the tab before it and `tab_set` for one that
+    starts a set.
+    """
+
+    start: int
+    end: int
+    kind: str
+
+
+def blocks(source: str) -> list[Block]:
+    """The top-level blocks of Markdown `source`, read as the source map reads them (content
+    tabs as blocks of their own, definitions dedented), in source order (annotate/inline.py)."""
+    source = _NEWLINES.sub("\n", source)
+    found: list[Block] = []
+    in_footnote = False
+    for token in _MD.parse(_for_parsing(source)):
+        if token.type == "footnote_open":
+            in_footnote = True
+        elif token.type == "footnote_close":
+            in_footnote = False
+        elif in_footnote and token.map is not None and token.level == 1:
+            found.append(Block(token.map[0], token.map[1], "footnote"))
+            in_footnote = False  # the definition's first block is where it starts
+        elif token.level == 0 and token.map is not None:
+            kind = token.type.removesuffix("_open")
+            if kind == "admonition" and token.meta.get("tag") == _TAB_TAG:
+                kind = "tab_set" if _NEW_TAB_GROUP in token.info.split() else "tab"
+            found.append(Block(token.map[0], token.map[1], kind))
+    found.sort()
+    return found
 
 
 # -- searching ----------------------------------------------------------------------------------

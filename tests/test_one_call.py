@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import agent_setup, context, export, hook, importing, tokens
+from annotate import agent_setup, context, export, hook, importing, inline, tokens
 from annotate.cli import cli
 from annotate.export import render
 from annotate.mcp_server import TOOLS, build_server
@@ -50,6 +50,8 @@ FUNCTIONS: dict[str, tuple[Any, str]] = {
     "tokens.read_token": (tokens, "read_token"),
     "tokens.rotate_token": (tokens, "rotate_token"),
     "hook.stop": (hook, "stop"),
+    "inline.export_inline": (inline, "export_inline"),
+    "inline.import_inline": (inline, "import_inline"),
 }
 
 # MCP tool -> (arguments, the one library function it calls). `{a}` is an open annotation,
@@ -105,6 +107,11 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
     "token list": ([], None, ("Store.list_tokens",)),
     "token revoke": (["bob"], None, ("Store.revoke_token",)),
     "hook stop": ([], HOOK_INPUT, ("hook.stop",)),
+}
+# Flags that make a command another verb: (command and flags) -> its library calls.
+CLI_FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
+    "export --inline": (["--page", "/guide/install/"], ("inline.export_inline",)),
+    "import --inline": (["--strip"], ("inline.import_inline",)),
 }
 # Commands that run a host whose every call is pinned above and below: `annotate mcp` runs the MCP
 # server (its tools), `annotate serve` the web app (its routes).
@@ -284,6 +291,18 @@ def test_cli_command_makes_one_call(
     if command != "hook stop":
         argv += ["--project", made["project"]]
     result = CliRunner().invoke(cli, argv, input=stdin)
+    assert result.exit_code == 0, result.output
+    assert tuple(recorder.calls) == expected
+
+
+@pytest.mark.parametrize("command", sorted(CLI_FLAGS))
+def test_cli_flag_makes_one_call(
+    command: str, made: dict[str, str], recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, expected = CLI_FLAGS[command]
+    monkeypatch.chdir(made["project"])
+    argv = [*command.split(), *args, "--project", made["project"]]
+    result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 0, result.output
     assert tuple(recorder.calls) == expected
 
