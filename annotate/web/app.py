@@ -8,15 +8,16 @@ MCP tool make (tests/test_one_call.py pins it); library errors become `{error, c
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -49,6 +50,9 @@ from .responses import (
 )
 from .security import CatchAll, Guard
 from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
+
+if TYPE_CHECKING:
+    from ..mcp_http import Verify
 
 __all__ = ["create_app"]
 
@@ -536,6 +540,7 @@ def create_app(
     page_sources: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None,
     changes_timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_INTERVAL,
+    mcp: Verify | None = None,
 ) -> Starlette:
     """The whole web surface of one store, everything under `/__annotate/` (docs/http-api.md).
 
@@ -545,6 +550,8 @@ def create_app(
     `allowed_hosts`: `Host` names accepted besides loopback (the `--host` the user chose).
     `page_sources`: page URL → Markdown path (relative to the project), recorded with
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
+    `mcp`: also serve the MCP tools over Streamable HTTP at `/__annotate/mcp` to the callers this
+    bearer-token check accepts (annotate/mcp_http.py); its server must run the app's lifespan.
     """
     current_token: Callable[[], str] = token if callable(token) else (lambda: token)
     if not current_token():
@@ -596,6 +603,20 @@ def create_app(
         ),
         *api_routes,
     ]
+    lifespan = None
+    if mcp is not None:
+        # Imported here: the MCP SDK is loaded only by servers that serve it.
+        from ..mcp_http import MCP_PATH, McpHttp
+        from ..mcp_server import build_server
+
+        endpoint = McpHttp(build_server(store=store), mcp)
+        routes.append(Route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"]))
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            async with endpoint.lifespan():
+                yield
+
     if site_dir is not None:
         site = SiteFiles(
             Path(site_dir),
@@ -626,6 +647,7 @@ def create_app(
 
     app = Starlette(
         routes=routes,
+        lifespan=lifespan,
         middleware=[
             Middleware(CatchAll),
             Middleware(

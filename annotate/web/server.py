@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..config import site_config
 from ..errors import ValidationError
+from ..mcp_http import project_token
 from ..store import open as open_store
 from ..tokens import TokenFile
 from .app import create_app
@@ -130,12 +131,14 @@ def serve(
         read_only=read_only,
         site_dir=site,
         allowed_hosts=extra_hosts(host),
+        # Agents elsewhere: the MCP tools at /__annotate/mcp, bearer = the project token.
+        mcp=None if read_only else project_token(token),
     )
     config = uvicorn.Config(
         app,
         log_level="warning",
         access_log=False,
-        lifespan="off",
+        lifespan="off" if read_only else "on",
         server_header=False,
         timeout_graceful_shutdown=2,
     )

@@ -1,0 +1,418 @@
+"""`annotate mcp --remote URL --token-file F`: the MCP tools over stdio, answered by a team server
+(docs/remote-agents.md).
+
+For agents that start their MCP servers as commands. The tools, their descriptions and schemas
+are those of `annotate mcp` (`mcp_server.build_server`); each call goes to the team server's
+`/__annotate/mcp` (annotate/mcp_http.py) through the `mcp` SDK's Streamable HTTP client, with the
+token of F as bearer. What depends on the Markdown is computed here, from the agent's own checkout
+(`--project`, the files it edits), as `annotate mcp` does from its project:
+
+- an annotation's `source` and `anchorState` in every answer that holds annotations, located
+  again in the local file by `reconcile.plan` (its replacement, else its quote), so a line the agent
+  inserted moves the lines at once, before the team server's build knows of it;
+- the `at` of each note of a review (`wait_for_review`, `get_review`), from those notes;
+- `get_context`: the note from the server, the lines from the local file (`context.get_context`).
+
+A bad URL, an unreachable server or a refused token is an `isError` result with one line saying
+which; `wait_for_review` passes the server's progress notifications on, so clients that reset
+their timeout on progress keep waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    CallToolRequestParams,
+    CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    TextContent,
+)
+
+from . import context as context_module
+from . import reconcile
+from .errors import AnnotateError
+from .fields import ANNOTATION, PAGE_NOTE, REPLY
+from .mcp_http import MCP_PATH
+from .mcp_server import MAX_LIST, _json, _result, _serve_stdio, build_server
+from .models import Annotation, PageNote, Reply, lean_item
+from .store import _annotation, _page_note, _reply
+
+__all__ = ["Remote", "build_remote_server", "run_remote"]
+
+# Answers that are one item, or a list of items, whose `source` is located again here.
+ONE_ITEM = frozenset(
+    {
+        "get_annotation",
+        "address_annotation",
+        "set_in_progress",
+        "add_agent_reply",
+        "update_annotation_target",
+    }
+)
+ITEM_LISTS = frozenset({"list_annotations", "list_page_notes"})
+REVIEWS = frozenset({"wait_for_review", "get_review"})
+# Seconds a call may take beyond what it asks for (wait_for_review's `timeout_s`).
+CALL_TIMEOUT_S = 60.0
+
+
+class RemoteError(Exception):
+    """A call that could not reach an answer: its message is the one line the agent reads."""
+
+
+class _Row(dict[str, Any]):
+    """A store row rebuilt from an answer: a column the answer does not carry reads as None."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def _columns(data: dict[str, Any]) -> _Row:
+    """The store row of an annotation's JSON: the plain fields' columns by name (the field table,
+    annotate/fields.py), the others' spelled out."""
+    quote = data.get("quote") or {}
+    position = data.get("position") or {}
+    source = data.get("source") or {}
+    # lean_item leaves `originalSource` out while it equals `source`.
+    original = data.get("originalSource") or source
+    element = data.get("elementSelector")
+    row = _Row({f.col: data.get(f.key) for f in ANNOTATION.answer if not f.decode})
+    row.update(
+        quote_exact=quote.get("exact"),
+        quote_prefix=quote.get("prefix"),
+        quote_suffix=quote.get("suffix"),
+        position_start=position.get("start"),
+        position_end=position.get("end"),
+        element_selector=json.dumps(element) if element else None,
+        source_file=source.get("path"),
+        source_path=source.get("path"),
+        source_line_start=source.get("lineStart"),
+        source_line_end=source.get("lineEnd"),
+        source_excerpt=source.get("excerpt"),
+        source_kind=source.get("kind"),
+        source_object=source.get("object"),
+        original_path=original.get("path"),
+        original_line_start=original.get("lineStart"),
+        original_line_end=original.get("lineEnd"),
+        original_excerpt=original.get("excerpt"),
+    )
+    return row
+
+
+def _replies(data: dict[str, Any]) -> tuple[Reply, ...]:
+    return tuple(
+        _reply(_Row({f.col: r.get(f.key) for f in REPLY.answer})) for r in data.get("replies") or ()
+    )
+
+
+class Checkout:
+    """The agent's own checkout (`--project`): where a note's lines are in its Markdown now."""
+
+    def __init__(self, project: str | Path) -> None:
+        self.project_dir = Path(project).resolve()
+        # Page URL → Markdown file, as the server's answers name them (its build registered
+        # them): the first guess for a page whose file the local mkdocs.yml rules do not find.
+        self._pages: dict[str, str] = {}
+        self._items: dict[str, dict[str, Any]] = {}
+
+    def _locator(self) -> reconcile.Locator:
+        return reconcile.Locator(self.project_dir, registered=self._pages.get)
+
+    def page_file(self, page_url: str) -> str | None:
+        return self._locator().page_file(page_url)
+
+    def item(self, data: dict[str, Any]) -> Annotation | PageNote:
+        """The item of an answer's JSON, its `source` and `anchorState` as the local files say:
+        located again by `reconcile.plan` (its replacement, else its quote; an element by its
+        `src`, `href` or text), as `annotate mcp` locates a note whose file changed."""
+        path = (data.get("source") or {}).get("path")
+        if path and data.get("pageUrl"):
+            self._pages.setdefault(data["pageUrl"], path)
+        if "type" not in data:
+            row = _Row({f.col: data.get(f.key) for f in PAGE_NOTE.answer if not f.decode})
+            return _page_note(row, _replies(data), path)
+        row = _columns(data)
+        if row["anchor_state"] != "removed":
+            row.update(reconcile.plan([row], self._locator(), force=True).get(row["id"], {}))
+        return _annotation(row, _replies(data))
+
+    def answer(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An item's JSON as `annotate mcp` on this checkout answers it."""
+        out = lean_item(self.item(data))
+        if "originalSource" not in data:
+            # The server's lines are the original ones: they differ from the local lines only by
+            # the local edits, which are no change the reviewer saw.
+            out.pop("originalSource", None)
+        return out
+
+    # What `context.get_context` reads from a store.
+
+    def remember(self, data: dict[str, Any]) -> None:
+        self._items[data["id"]] = data
+
+    def get_annotation(self, id: str) -> Annotation | PageNote:
+        return self.item(self._items[id])
+
+
+# -- the team server --------------------------------------------------------------------------
+
+
+def endpoint(url: str) -> str:
+    """The MCP endpoint of a team server's base URL (or the endpoint itself); RemoteError when
+    `url` is no http(s) URL."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RemoteError(
+            f"--remote {url!r} is not a server URL: give the team server's base URL, e.g. "
+            "https://review.example.com/"
+        )
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise RemoteError(
+            f"--remote {url!r}: give the base URL without user, query or fragment (the token "
+            "comes from --token-file)"
+        )
+    path = parts.path.rstrip("/")
+    if not path.endswith(MCP_PATH):
+        path += MCP_PATH
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The bearer token in file `path` (its first line); RemoteError when it is missing, empty,
+    or readable by other users (a token is a password: the file must be 0600, as ssh asks of a
+    key)."""
+    file = Path(path)
+    try:
+        st = file.stat()
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise RemoteError(f"Cannot read the token file {file}: {e.strerror or e}") from None
+    if os.name == "posix" and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise RemoteError(
+            f"The token file {file} is readable by other users (mode "
+            f"{stat.S_IMODE(st.st_mode):o}): run chmod 600 {file}"
+        )
+    token = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if not token:
+        raise RemoteError(f"The token file {file} is empty")
+    return token
+
+
+def _leaves(error: BaseException) -> Iterable[BaseException]:
+    inner = getattr(error, "exceptions", None)  # an exception group (Python 3.11+, anyio)
+    if isinstance(inner, tuple) and inner:
+        for each in inner:
+            yield from _leaves(each)
+    else:
+        yield error
+
+
+class Remote:
+    """Tool calls on the team server, one MCP connection per call (the endpoint is stateless, so
+    nothing is lost between calls), over one pooled HTTP client."""
+
+    def __init__(self, url: str, token_file: str | os.PathLike[str]) -> None:
+        self.url = url
+        self.token_file = token_file
+        self._http: httpx2.AsyncClient | None = None
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self._http is None:
+            self._http = create_mcp_http_client()
+        return self._http
+
+    @contextlib.asynccontextmanager
+    async def _session(self, timeout_s: float) -> AsyncIterator[Client]:
+        """A connection to the team server; RemoteError when there is none."""
+        target = endpoint(self.url)
+        http = self._client()
+        # Read on every call: a token replaced in the file is used at once.
+        http.headers["Authorization"] = f"Bearer {read_token_file(self.token_file)}"
+        try:
+            async with Client(
+                streamable_http_client(target, http_client=http), read_timeout_seconds=timeout_s
+            ) as client:
+                yield client
+        except (MCPError, RemoteError):
+            raise
+        except Exception as e:
+            raise RemoteError(await self._diagnose(target, e)) from None
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float = CALL_TIMEOUT_S,
+        progress: ProgressFnT | None = None,
+    ) -> CallToolResult:
+        """The team server's answer to one tool call; RemoteError when there is none."""
+        try:
+            async with self._session(timeout_s) as client:
+                return await client.call_tool(name, arguments, progress_callback=progress)
+        except MCPError as e:
+            raise RemoteError(f"The team server at {self.url} refused the call: {e}") from None
+
+    async def prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
+        """The team server's prompt; MCPError as it sent it, RemoteError when none came."""
+        async with self._session(CALL_TIMEOUT_S) as client:
+            return await client.get_prompt(name, arguments)
+
+    async def _diagnose(self, target: str, error: BaseException) -> str:
+        """One line for a call that failed: why, asked of the server with one plain request."""
+        try:
+            response = await self._client().post(
+                target, content=b"{}", headers={"Content-Type": "application/json"}
+            )
+        except httpx2.HTTPError as e:
+            why = str(e) or type(e).__name__
+            return f"Cannot reach the team server at {self.url}: {why}"
+        said = ""
+        try:
+            body = response.json()
+            said = body.get("error", "") if isinstance(body, dict) else ""
+        except ValueError:
+            pass
+        status = response.status_code
+        if status == 401:
+            return (
+                f"The team server at {self.url} refused the token of {self.token_file} (401"
+                f"{': ' + said if said else ''}); ask for a new agent token"
+            )
+        if status == 404:
+            return f"No MCP endpoint at {target} (404): is {self.url} an annotate serve?"
+        if status >= 300 and status not in (400, 406):
+            return f"The team server at {self.url} answered {status}{': ' + said if said else ''}"
+        leaf = next(iter(_leaves(error)))
+        return f"The call to the team server at {self.url} failed: {leaf or type(leaf).__name__}"
+
+
+# -- the local server --------------------------------------------------------------------------
+
+
+def _texts(result: CallToolResult) -> list[str]:
+    return [c.text for c in result.content if isinstance(c, TextContent)]
+
+
+def _with_first(result: CallToolResult, text: str) -> CallToolResult:
+    first = TextContent(type="text", text=text)
+    return result.model_copy(update={"content": [first, *result.content[1:]]})
+
+
+async def _relocated(
+    name: str, result: CallToolResult, checkout: Checkout, remote: Remote
+) -> CallToolResult:
+    """`result` with the notes' lines as the local checkout has them."""
+    if result.is_error or not result.content or not isinstance(result.content[0], TextContent):
+        return result
+    data = json.loads(result.content[0].text)
+    if name in ONE_ITEM:
+        return _with_first(result, _json(checkout.answer(data)))
+    if name in ITEM_LISTS:
+        return _with_first(result, _json([checkout.answer(d) for d in data]))
+    review = data.get("review", data) if name == "wait_for_review" else data
+    if not isinstance(review, dict) or not review.get("notes"):
+        return result
+    # A note's `at` comes from its lines: fetch the notes in full (one listing) and brief them.
+    listed = await remote.call("list_annotations", {"status": "all", "limit": MAX_LIST})
+    if listed.is_error:
+        return result
+    full = {d["id"]: d for d in json.loads(_texts(listed)[0])}
+    review["notes"] = [
+        checkout.item(full[n["id"]]).brief() if n["id"] in full else n for n in review["notes"]
+    ]
+    return _with_first(result, _json(data))
+
+
+def build_remote_server(
+    url: str, token_file: str | os.PathLike[str], project: str | Path
+) -> tuple[MCPServer, Remote]:
+    """The stdio server of `annotate mcp --remote`: `annotate mcp`'s tools and prompts, each
+    answered by the team server at `url`, `source` and `get_context` from `project`'s files."""
+    server = build_server(project)
+    lowlevel = server._lowlevel_server
+    remote = Remote(url, token_file)
+    checkout = Checkout(project)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        name, arguments = params.name, dict(params.arguments or {})
+        timeout_s = CALL_TIMEOUT_S
+        if name == "wait_for_review":
+            wait = arguments.get("timeout_s")
+            timeout_s += float(wait) if isinstance(wait, (int, float)) else 600.0
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            # The server's progress, passed on (a no-op when the agent asked for none).
+            await ctx.session.report_progress(progress, total, message)
+
+        try:
+            if name == "get_context":
+                return await _context(arguments, remote, checkout)
+            result = await remote.call(name, arguments, timeout_s=timeout_s, progress=progress)
+            return await _relocated(name, result, checkout, remote)
+        except RemoteError as e:
+            return _result(str(e), error=True)
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: GetPromptRequestParams
+    ) -> GetPromptResult:
+        try:
+            return await remote.prompt(params.name, params.arguments)
+        except RemoteError as e:
+            raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
+
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+    lowlevel.add_request_handler("prompts/get", GetPromptRequestParams, get_prompt)
+    return server, remote
+
+
+async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout) -> CallToolResult:
+    """get_context from the local Markdown: the note from the server, the lines from here."""
+    id, lines = arguments.get("id"), arguments.get("lines", context_module.DEFAULT_LINES)
+    if not isinstance(id, str):
+        return _result("id: a string is required (the annotation ID)", error=True)
+    found = await remote.call("get_annotation", {"id": id})
+    if found.is_error:
+        return found
+    checkout.remember(json.loads(_texts(found)[0]))
+    try:
+        return _result(context_module.get_context(checkout, id, lines).text())
+    except AnnotateError as e:
+        return _result(str(e), error=True)
+
+
+def run_remote(url: str, token_file: str | os.PathLike[str], project: str | Path) -> None:
+    """Serve the tools over stdio, answered by the team server, until the client closes."""
+    server, remote = build_remote_server(url, token_file, project)
+
+    async def main() -> None:
+        try:
+            await _serve_stdio(server)
+        finally:
+            await remote.aclose()
+
+    anyio.run(main)
