@@ -301,8 +301,11 @@ class Remote:
                 f"The team server at {self.url} refused the token of {self.token_file} (401"
                 f"{': ' + said if said else ''}); ask for a new agent token"
             )
-        if status == 404:
-            return f"No MCP endpoint at {target} (404): is {self.url} an annotate serve?"
+        if status in (404, 405):
+            return (
+                f"No MCP endpoint at {target} ({status}): is {self.url} the base URL of an "
+                "annotate serve?"
+            )
         if status >= 300 and status not in (400, 406):
             return f"The team server at {self.url} answered {status}{': ' + said if said else ''}"
         leaf = next(iter(_leaves(error)))

@@ -214,7 +214,9 @@ async def test_wait_for_review_over_http(served: Served) -> None:
 
     async def send_later() -> None:
         await anyio.sleep(1)
-        await anyio.to_thread.run_sync(served.post_api, "reviews", {"mode": "edit", "message": "Go"})
+        await anyio.to_thread.run_sync(
+            served.post_api, "reviews", {"mode": "edit", "message": "Go"}
+        )
 
     async with served.client() as client, anyio.create_task_group() as tg:
         tg.start_soon(send_later)
