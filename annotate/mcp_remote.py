@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.abc
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -78,6 +79,12 @@ class RemoteError(Exception):
     """A call that could not reach an answer: its message is the one line the agent reads."""
 
 
+# (JSON key, column) of the fields that are one column each, from the field table.
+_PLAIN = tuple((f.key, f.col) for f in ANNOTATION.answer if not f.decode)
+_PLAIN_NOTE = tuple((f.key, f.col) for f in PAGE_NOTE.answer if not f.decode)
+_PLAIN_REPLY = tuple((f.key, f.col) for f in REPLY.answer)
+
+
 class _Row(dict[str, Any]):
     """A store row rebuilt from an answer: a column the answer does not carry reads as None."""
 
@@ -94,7 +101,7 @@ def _columns(data: dict[str, Any]) -> _Row:
     # lean_item leaves `originalSource` out while it equals `source`.
     original = data.get("originalSource") or source
     element = data.get("elementSelector")
-    row = _Row({f.col: data.get(f.key) for f in ANNOTATION.answer if not f.decode})
+    row = _Row({col: data.get(key) for key, col in _PLAIN})
     row.update(
         quote_exact=quote.get("exact"),
         quote_prefix=quote.get("prefix"),
@@ -119,7 +126,8 @@ def _columns(data: dict[str, Any]) -> _Row:
 
 def _replies(data: dict[str, Any]) -> tuple[Reply, ...]:
     return tuple(
-        _reply(_Row({f.col: r.get(f.key) for f in REPLY.answer})) for r in data.get("replies") or ()
+        _reply(_Row({col: r.get(key) for key, col in _PLAIN_REPLY}))
+        for r in data.get("replies") or ()
     )
 
 
@@ -131,7 +139,10 @@ class Checkout:
         # Page URL → Markdown file, as the server's answers name them (its build registered
         # them): the first guess for a page whose file the local mkdocs.yml rules do not find.
         self._pages: dict[str, str] = {}
-        self._items: dict[str, dict[str, Any]] = {}
+        # Note id → (what its place depends on, where it is): a note the server did not change
+        # in a file not changed here is not looked for again (a listing asks for the same notes
+        # call after call).
+        self._located: dict[str, tuple[tuple[Any, ...], dict[str, Any] | None]] = {}
 
     def _locator(self) -> reconcile.Locator:
         return reconcile.Locator(self.project_dir, registered=self._pages.get)
@@ -139,37 +150,84 @@ class Checkout:
     def page_file(self, page_url: str) -> str | None:
         return self._locator().page_file(page_url)
 
-    def item(self, data: dict[str, Any]) -> Annotation | PageNote:
-        """The item of an answer's JSON, its `source` and `anchorState` as the local files say:
-        located again by `reconcile.plan` (its replacement, else its quote; an element by its
-        `src`, `href` or text), as `annotate mcp` locates a note whose file changed."""
-        path = (data.get("source") or {}).get("path")
-        if path and data.get("pageUrl"):
-            self._pages.setdefault(data["pageUrl"], path)
-        if "type" not in data:
-            row = _Row({f.col: data.get(f.key) for f in PAGE_NOTE.answer if not f.decode})
-            return _page_note(row, _replies(data), path)
-        row = _columns(data)
-        if row["anchor_state"] != "removed":
-            row.update(reconcile.plan([row], self._locator(), force=True).get(row["id"], {}))
-        return _annotation(row, _replies(data))
+    def _moves(self, answer: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+        """Per item of an answer's JSON, the columns that change where it is as the local files
+        say (None: where the server says). Located again by `reconcile.plan` (its replacement,
+        else its quote; an element by its `src`, `href` or text), as `annotate mcp` locates a
+        note whose file changed; one pass, so each file is read once."""
+        locator = self._locator()
+        rows: list[_Row] = []
+        keys: dict[str, tuple[Any, ...]] = {}
+        for data in answer:
+            path = (data.get("source") or {}).get("path")
+            if path and data.get("pageUrl"):
+                self._pages.setdefault(data["pageUrl"], path)
+            if "type" not in data or data.get("anchorState") == "removed":
+                continue
+            row = _columns(data)
+            local = path or locator.page_file(row["page_url"])
+            key = (
+                data.get("updatedAt"),
+                path,
+                row["source_line_start"],
+                row["anchor_state"],
+                local,
+                locator.mtime(local) if local else None,
+            )
+            cached = self._located.get(row["id"])
+            if cached is None or cached[0] != key:
+                rows.append(row)
+                keys[row["id"]] = key
+        planned = reconcile.plan(rows, locator, force=True)
+        for row in rows:
+            update = planned.get(row["id"], {})
+            moved = update if reconcile.changed(row, update) else None
+            self._located[row["id"]] = (keys[row["id"]], moved)
+        return [self._located[d["id"]][1] if d.get("id") in self._located else None for d in answer]
 
-    def answer(self, data: dict[str, Any]) -> dict[str, Any]:
-        """An item's JSON as `annotate mcp` on this checkout answers it."""
-        out = lean_item(self.item(data))
-        if "originalSource" not in data:
-            # The server's lines are the original ones: they differ from the local lines only by
-            # the local edits, which are no change the reviewer saw.
-            out.pop("originalSource", None)
+    def items(self, answer: list[dict[str, Any]]) -> list[Annotation | PageNote]:
+        """The items of an answer's JSON, each annotation where the local files say it is."""
+        out: list[Annotation | PageNote] = []
+        for data, moved in zip(answer, self._moves(answer), strict=True):
+            if "type" not in data:
+                path = (data.get("source") or {}).get("path")
+                note = _Row({col: data.get(key) for key, col in _PLAIN_NOTE})
+                out.append(_page_note(note, _replies(data), path))
+            else:
+                out.append(_annotation(_Row(_columns(data), **(moved or {})), _replies(data)))
         return out
 
-    # What `context.get_context` reads from a store.
+    def item(self, data: dict[str, Any]) -> Annotation | PageNote:
+        return self.items([data])[0]
 
-    def remember(self, data: dict[str, Any]) -> None:
-        self._items[data["id"]] = data
+    def answers(self, answer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Items' JSON as `annotate mcp` on this checkout answers them: the server's, but for
+        the notes whose lines differ here."""
+        out = []
+        for data, moved in zip(answer, self._moves(answer), strict=True):
+            if moved is None:
+                out.append(data)
+                continue
+            row = _Row(_columns(data), **moved)
+            lean = lean_item(_annotation(row, _replies(data)))
+            if "originalSource" not in data:
+                # The server's lines are the original ones: they differ from the local ones
+                # only by the local edits, which are no change the reviewer saw.
+                lean.pop("originalSource", None)
+            out.append(lean)
+        return out
+
+
+class _Note:
+    """One note for `context.get_context`, which reads it as from a store."""
+
+    def __init__(self, checkout: Checkout, data: dict[str, Any]) -> None:
+        self.project_dir = checkout.project_dir
+        self.page_file = checkout.page_file
+        self._item = checkout.item(data)
 
     def get_annotation(self, id: str) -> Annotation | PageNote:
-        return self.item(self._items[id])
+        return self._item
 
 
 # -- the team server --------------------------------------------------------------------------
@@ -226,39 +284,87 @@ def _leaves(error: BaseException) -> Iterable[BaseException]:
 
 
 class Remote:
-    """Tool calls on the team server, one MCP connection per call (the endpoint is stateless, so
-    nothing is lost between calls), over one pooled HTTP client."""
+    """Tool calls on the team server over one kept MCP connection (one pooled HTTP client).
+
+    The endpoint is stateless, so a connection holds nothing a call needs: a call that fails
+    drops it, and the next call connects again. `running()` keeps the connection in a task of
+    its own; outside it, each call connects for itself.
+    """
 
     def __init__(self, url: str, token_file: str | os.PathLike[str]) -> None:
         self.url = url
         self.token_file = token_file
         self._http: httpx2.AsyncClient | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._live: Client | None = None
+        # Made in `running()`: anyio's primitives belong to an event loop.
+        self._drop: anyio.Event | None = None
+        self._lock: anyio.Lock | None = None
 
-    async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Remote]:
+        try:
+            async with anyio.create_task_group() as tasks:
+                self._tasks, self._lock = tasks, anyio.Lock()
+                try:
+                    yield self
+                finally:
+                    tasks.cancel_scope.cancel()
+                    self._tasks = self._live = self._lock = None
+        finally:
+            if self._http is not None:
+                await self._http.aclose()
 
     def _client(self) -> httpx2.AsyncClient:
         if self._http is None:
             self._http = create_mcp_http_client()
+        # Read on every call: a token replaced in the file is used at once.
+        self._http.headers["Authorization"] = f"Bearer {read_token_file(self.token_file)}"
         return self._http
 
-    @contextlib.asynccontextmanager
-    async def _session(self, timeout_s: float) -> AsyncIterator[Client]:
-        """A connection to the team server; RemoteError when there is none."""
-        target = endpoint(self.url)
-        http = self._client()
-        # Read on every call: a token replaced in the file is used at once.
-        http.headers["Authorization"] = f"Bearer {read_token_file(self.token_file)}"
+    def _connection(self, target: str) -> Client:
+        return Client(streamable_http_client(target, http_client=self._client()))
+
+    async def _keep(self, target: str, *, task_status: anyio.abc.TaskStatus[Client]) -> None:
+        """Hold a connection open until it is dropped; a failure after it opened ends it
+        quietly (the call that saw it reports it)."""
+        drop = self._drop = anyio.Event()
+        opened = False
         try:
-            async with Client(
-                streamable_http_client(target, http_client=http), read_timeout_seconds=timeout_s
-            ) as client:
-                yield client
-        except (MCPError, RemoteError):
+            async with self._connection(target) as client:
+                opened = True
+                task_status.started(client)
+                await drop.wait()
+        except Exception:
+            if not opened:
+                raise
+        finally:
+            self._live = None
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[Client]:
+        """A connection to the team server; RemoteError when there is none, or when a call on
+        it fails for want of the server (then it is dropped)."""
+        target = endpoint(self.url)
+        try:
+            if self._tasks is None or self._lock is None:
+                async with self._connection(target) as client:
+                    yield client
+                return
+            async with self._lock:
+                if self._live is None:
+                    self._live = await self._tasks.start(self._keep, target)
+                client = self._live
+            yield client
+        except RemoteError:
             raise
         except Exception as e:
-            raise RemoteError(await self._diagnose(target, e)) from None
+            reason = await self._diagnose(target, e)
+            if reason is None and isinstance(e, MCPError):
+                raise  # the server's own answer (a prompt's error): the connection is fine
+            if self._drop is not None:
+                self._drop.set()
+            raise RemoteError(reason or self._failed(e)) from None
 
     async def call(
         self,
@@ -270,18 +376,25 @@ class Remote:
     ) -> CallToolResult:
         """The team server's answer to one tool call; RemoteError when there is none."""
         try:
-            async with self._session(timeout_s) as client:
-                return await client.call_tool(name, arguments, progress_callback=progress)
+            async with self._session() as client:
+                return await client.call_tool(
+                    name, arguments, read_timeout_seconds=timeout_s, progress_callback=progress
+                )
         except MCPError as e:
             raise RemoteError(f"The team server at {self.url} refused the call: {e}") from None
 
     async def prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
         """The team server's prompt; MCPError as it sent it, RemoteError when none came."""
-        async with self._session(CALL_TIMEOUT_S) as client:
+        async with self._session() as client:
             return await client.get_prompt(name, arguments)
 
-    async def _diagnose(self, target: str, error: BaseException) -> str:
-        """One line for a call that failed: why, asked of the server with one plain request."""
+    def _failed(self, error: BaseException) -> str:
+        leaf = next(iter(_leaves(error)))
+        return f"The call to the team server at {self.url} failed: {leaf or type(leaf).__name__}"
+
+    async def _diagnose(self, target: str, error: BaseException) -> str | None:
+        """One line for a call that failed: why, asked of the server with one plain request;
+        None when the server is there and takes the token."""
         try:
             response = await self._client().post(
                 target, content=b"{}", headers={"Content-Type": "application/json"}
@@ -308,8 +421,7 @@ class Remote:
             )
         if status >= 300 and status not in (400, 406):
             return f"The team server at {self.url} answered {status}{': ' + said if said else ''}"
-        leaf = next(iter(_leaves(error)))
-        return f"The call to the team server at {self.url} failed: {leaf or type(leaf).__name__}"
+        return None
 
 
 # -- the local server --------------------------------------------------------------------------
@@ -332,9 +444,11 @@ async def _relocated(
         return result
     data = json.loads(result.content[0].text)
     if name in ONE_ITEM:
-        return _with_first(result, _json(checkout.answer(data)))
+        return _with_first(result, _json(checkout.answers([data])[0]))
     if name in ITEM_LISTS:
-        return _with_first(result, _json([checkout.answer(d) for d in data]))
+        return _with_first(result, _json(checkout.answers(data)))
+    if name not in REVIEWS:
+        return result
     review = data.get("review", data) if name == "wait_for_review" else data
     if not isinstance(review, dict) or not review.get("notes"):
         return result
@@ -342,10 +456,10 @@ async def _relocated(
     listed = await remote.call("list_annotations", {"status": "all", "limit": MAX_LIST})
     if listed.is_error:
         return result
-    full = {d["id"]: d for d in json.loads(_texts(listed)[0])}
-    review["notes"] = [
-        checkout.item(full[n["id"]]).brief() if n["id"] in full else n for n in review["notes"]
-    ]
+    wanted = {n["id"] for n in review["notes"]}
+    full = [d for d in json.loads(_texts(listed)[0]) if d["id"] in wanted]
+    briefs = {item.id: item.brief() for item in checkout.items(full)}
+    review["notes"] = [briefs.get(n["id"], n) for n in review["notes"]]
     return _with_first(result, _json(data))
 
 
@@ -401,9 +515,9 @@ async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout
     found = await remote.call("get_annotation", {"id": id})
     if found.is_error:
         return found
-    checkout.remember(json.loads(_texts(found)[0]))
+    note = _Note(checkout, json.loads(_texts(found)[0]))
     try:
-        return _result(context_module.get_context(checkout, id, lines).text())
+        return _result(context_module.get_context(note, id, lines).text())
     except AnnotateError as e:
         return _result(str(e), error=True)
 
@@ -413,9 +527,7 @@ def run_remote(url: str, token_file: str | os.PathLike[str], project: str | Path
     server, remote = build_remote_server(url, token_file, project)
 
     async def main() -> None:
-        try:
+        async with remote.running():
             await _serve_stdio(server)
-        finally:
-            await remote.aclose()
 
     anyio.run(main)

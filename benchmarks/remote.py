@@ -10,8 +10,10 @@ tools one at a time, each timed from request to result:
 - `stdio`: `annotate mcp` on the project (the baseline: what an agent on the author's laptop uses);
 - `http`: the SDK's Streamable HTTP client on `/__annotate/mcp`, one session for the whole run;
 - `--remote`: `annotate mcp --remote URL --token-file F` over stdio, on a copy of the project as the
-  agent's checkout (each call one Streamable HTTP connection to the server, and the notes' lines
-  located again in the local Markdown).
+  agent's checkout (one kept Streamable HTTP connection to the server; each note's lines checked
+  against the local Markdown);
+- `--remote, edited`: the same on a checkout where every page got a line on top, so every note's
+  lines differ from the server's and its answer is written again here.
 
 The table gives medians and p99 in ms, the ratio of medians to stdio, and the answer's size in bytes
 (the first text block, what the agent reads).
@@ -54,6 +56,7 @@ from _machine import describe  # noqa: E402
 SEED = 7
 PER_PAGE = 20
 WARMUP = 3
+TOP = "A line added on top by the agent.\n\n"
 ANNOTATE = str(Path(sys.executable).parent / "annotate")
 
 
@@ -135,6 +138,11 @@ async def run(notes: int, runs: int) -> None:
         checkout = root / "checkout"
         shutil.copytree(project / "docs", checkout / "docs")
         shutil.copy(project / "mkdocs.yml", checkout / "mkdocs.yml")
+        # The agent's edits: a line on top of every page, so every note's lines differ here.
+        edited = root / "edited"
+        shutil.copytree(checkout, edited)
+        for page in (edited / "docs").glob("*.md"):
+            page.write_text(TOP + page.read_text())
         proc, url = serve(project, root / "site")
         token = (project / ".annotate" / "token").read_text().strip()
         tokens = root / "agent-token"
@@ -152,6 +160,10 @@ async def run(notes: int, runs: int) -> None:
             "--remote": lambda: stdio_client(
                 ["mcp", "--remote", url, "--token-file", str(tokens), "--project", str(checkout)],
                 checkout,
+            ),
+            "--remote, edited": lambda: stdio_client(
+                ["mcp", "--remote", url, "--token-file", str(tokens), "--project", str(edited)],
+                edited,
             ),
         }
         rows: list[tuple[str, str, float, float, int]] = []

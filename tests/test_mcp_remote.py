@@ -219,3 +219,44 @@ def test_the_cli_refuses_half_a_remote(tmp_path: Path) -> None:
         assert done.returncode == 1
         assert done.stderr.startswith("Error: ") and message in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_a_kept_connection_recovers(tmp_path: Path) -> None:
+    """The connection is kept between calls: a rotated token, a stopped server and a restarted one
+    each give the next call its one-line answer, and the call after them works again."""
+    port = _closed_port()
+    project = make_project(tmp_path / "server")
+    server = start_server(project, tmp_path / "site", "--port", str(port))
+    checkout = make_project(tmp_path / "checkout", LOCAL_MD)
+    tokens = token_file(tmp_path, server.token)
+    try:
+        async with remote(server.url, tokens, checkout) as agent:
+
+            async def summary() -> tuple[bool, str]:
+                result = await agent.call_tool("summary", {})
+                return bool(result.is_error), _text(result)
+
+            assert (await summary())[0] is False
+            import subprocess
+
+            subprocess.run(
+                [ANNOTATE, "token", "--rotate", "--project", str(project)],
+                check=True,
+                capture_output=True,
+            )
+            error, text = await summary()
+            assert error and "refused the token" in text
+            tokens.write_text(server.token + "\n")  # the new token, read on the next call
+            assert (await summary())[0] is False
+
+            assert "Traceback" not in stop_server(server)
+            error, text = await summary()
+            assert error and text.startswith("Cannot reach the team server at"), text
+
+            server = start_server(project, tmp_path / "site", "--port", str(port))
+            assert (await summary())[0] is False
+            listed = await agent.call_tool("list_annotations", {})
+            assert not listed.is_error and json.loads(_text(listed)) == []
+    finally:
+        if server.proc.poll() is None:
+            stop_server(server)
