@@ -7,8 +7,10 @@ or instances behind a load balancer answer an agent alike, and a `wait_for_revie
 progress on the response of its own POST.
 
 Who may call: a bearer token (`Authorization: Bearer …`) that `verify(token)` maps to a caller;
-none, or one it refuses → 401 `{error, code: "unauthorized"}`. In single-user mode `verify` accepts
-the project token (`project_token`); a team server passes its own (personal agent tokens).
+none, or one it refuses → 401 `{error, code: "unauthorized"}`; a caller whose role is not `agent`
+or `maintainer` (a reviewer's token) → 403 `{error, code: "forbidden"}`. In single-user mode
+`verify` accepts the project token (`project_token`); a team server passes its personal tokens'
+lookup (`Store.person_for_token`).
 `Host` and `Origin` are checked by the app's `Guard` (annotate/web/security.py) for this path as for
 every other, with the `--host` the server was started with; the SDK's own DNS-rebinding check
 (loopback names only) is turned off here rather than left to refuse the public host a team server
@@ -32,9 +34,12 @@ from starlette.types import Receive, Scope, Send
 from .web.responses import UNAUTHORIZED, error_response
 from .web.security import BODY_LIMIT
 
-__all__ = ["MCP_PATH", "Caller", "McpHttp", "Verify", "project_token"]
+__all__ = ["MCP_PATH", "ROLES", "Caller", "McpHttp", "Verify", "project_token"]
 
 MCP_PATH = "/__annotate/mcp"
+# The roles whose tokens may use the tools: a reviewer works in the browser.
+ROLES = ("agent", "maintainer")
+FORBIDDEN = "forbidden"
 
 
 class Caller(Protocol):
@@ -116,6 +121,15 @@ class McpHttp:
             )
             response = error_response(
                 401, UNAUTHORIZED, message, {"WWW-Authenticate": 'Bearer realm="annotate"'}
+            )
+            await response(scope, receive, send)
+            return
+        if caller.role not in ROLES:
+            response = error_response(
+                403,
+                FORBIDDEN,
+                f"{caller.name} is a {caller.role}: only agent and maintainer tokens may use "
+                "the MCP tools",
             )
             await response(scope, receive, send)
             return

@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +317,85 @@ def test_read_only_serves_no_mcp(tmp_path: Path) -> None:
         assert status == 405 and b"jsonrpc" not in data
     finally:
         stop_server(server)
+
+
+# -- a team server's verify: personal tokens with roles ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Person:
+    """What `annotate.identity.Person` holds: a name and a role."""
+
+    name: str
+    role: str
+
+
+PEOPLE = {
+    "agent-token-0123456789abcdef": Person("ci-agent", "agent"),
+    "lead-token-0123456789abcdef": Person("lead", "maintainer"),
+    "ana-token-0123456789abcdef": Person("ana", "reviewer"),
+}
+
+
+@contextlib.contextmanager
+def run_app(app: Any) -> Iterator[str]:
+    """`app` on uvicorn (lifespan on) in a thread, on a free loopback port; its base URL."""
+    import uvicorn
+
+    from annotate.web.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    assert server.started
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+@contextlib.asynccontextmanager
+async def bearer_client(url: str, token: str) -> AsyncIterator[Client]:
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+        transport = streamable_http_client(f"{url}__annotate/mcp", http_client=http)
+        async with Client(transport, read_timeout_seconds=30) as client:
+            yield client
+
+
+async def test_team_tokens_agents_and_maintainers_only(tmp_path: Path) -> None:
+    from annotate.web import create_app
+
+    project = make_project(tmp_path / "project")
+    with annotate.open(project) as store:
+        a = store.add_annotation(text_note())
+        app = create_app(store, token="project-token-0123456789", mcp=PEOPLE.get)
+        with run_app(app) as url:
+            for token in ("agent-token-0123456789abcdef", "lead-token-0123456789abcdef"):
+                async with bearer_client(url, token) as client:
+                    got = await client.call_tool("get_annotation", {"id": a.id})
+                    assert json.loads(_text(got))["id"] == a.id
+
+            def post(token: str) -> tuple[int, Any]:
+                conn = http.client.HTTPConnection(*url[7:-1].split(":"), timeout=10)
+                headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+                conn.request("POST", "/__annotate/mcp", body=b"{}", headers=headers)
+                r = conn.getresponse()
+                out = r.status, json.loads(r.read())
+                conn.close()
+                return out
+
+            status, answer = await anyio.to_thread.run_sync(post, "ana-token-0123456789abcdef")
+            assert (status, answer["code"]) == (403, "forbidden")
+            assert answer["error"] == (
+                "ana is a reviewer: only agent and maintainer tokens may use the MCP tools"
+            )
+            # The project token means nothing to a team server's verify.
+            status, answer = await anyio.to_thread.run_sync(post, "project-token-0123456789")
+            assert (status, answer["code"]) == (401, "unauthorized")
