@@ -260,3 +260,25 @@ async def test_a_kept_connection_recovers(tmp_path: Path) -> None:
     finally:
         if server.proc.poll() is None:
             stop_server(server)
+
+
+async def test_a_cancelled_wait_claims_no_review(served: Served, tmp_path: Path) -> None:
+    """An agent that gives up waiting (its call cancelled) leaves the next review for the next
+    wait: the cancellation reaches the team server through the bridge."""
+    checkout = make_project(tmp_path / "checkout")
+    tokens = token_file(tmp_path, served.token)
+    status, _ = served.post_api("annotations", text_note())
+    assert status == 201
+    async with remote(served.url, tokens, checkout) as agent:
+        with anyio.move_on_after(2):
+            await agent.call_tool("wait_for_review", {"timeout_s": 30})
+        await anyio.sleep(1)  # the cancellation travels: agent -> bridge -> server
+        status, review = await anyio.to_thread.run_sync(
+            served.post_api, "reviews", {"mode": "edit", "message": "Go"}
+        )
+        assert status == 201
+        await anyio.sleep(1.5)  # a wait still running on the server would take it now
+        listed = json.loads(_text(await agent.call_tool("list_reviews", {"pendingOnly": True})))
+        assert [r["id"] for r in listed] == [review["id"]]
+        taken = json.loads(_text(await agent.call_tool("wait_for_review", {"timeout_s": 5})))
+        assert taken["review"]["id"] == review["id"]
