@@ -50,6 +50,7 @@ from mcp.types import (
 
 from . import context as context_module
 from . import reconcile
+from .agents import DEFAULT_WAIT_S, MAX_WAIT_S
 from .errors import AnnotateError
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 from .mcp_http import MCP_PATH
@@ -479,8 +480,8 @@ def build_remote_server(
         name, arguments = params.name, dict(params.arguments or {})
         timeout_s = CALL_TIMEOUT_S
         if name == "wait_for_review":
-            wait = arguments.get("timeout_s")
-            timeout_s += float(wait) if isinstance(wait, (int, float)) else 600.0
+            wait = arguments.get("timeout_s", DEFAULT_WAIT_S)
+            timeout_s += float(wait) if isinstance(wait, (int, float)) else MAX_WAIT_S
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             # The server's progress, passed on (a no-op when the agent asked for none).
@@ -490,9 +491,13 @@ def build_remote_server(
             if name == "get_context":
                 return await _context(arguments, remote, checkout)
             result = await remote.call(name, arguments, timeout_s=timeout_s, progress=progress)
-            return await _relocated(name, result, checkout, remote)
         except RemoteError as e:
             return _result(str(e), error=True)
+        try:
+            return await _relocated(name, result, checkout, remote)
+        except (RemoteError, ValueError, KeyError, TypeError, AttributeError):
+            # An answer not shaped as this version writes them (a newer server?): as it came.
+            return result
 
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: GetPromptRequestParams
@@ -510,8 +515,10 @@ def build_remote_server(
 async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout) -> CallToolResult:
     """get_context from the local Markdown: the note from the server, the lines from here."""
     id, lines = arguments.get("id"), arguments.get("lines", context_module.DEFAULT_LINES)
-    if not isinstance(id, str):
-        return _result("id: a string is required (the annotation ID)", error=True)
+    valid = isinstance(lines, int) and not isinstance(lines, bool)
+    if not isinstance(id, str) or not valid or not 0 <= lines <= context_module.MAX_LINES:
+        # The server refuses them with the SDK's own message, as annotate mcp does.
+        return await remote.call("get_context", arguments)
     found = await remote.call("get_annotation", {"id": id})
     if found.is_error:
         return found

@@ -89,6 +89,9 @@ async def test_answers_from_the_server_lines_from_the_checkout(
             ("summary", {}),
             ("get_annotation", {"id": "a_nope"}),
             ("list_annotations", {"limit": 0}),
+            ("get_context", {"id": a.id, "lines": -1}),
+            ("get_context", {}),
+            ("get_context", {"id": "a_nope"}),
         ]:
             here, there = await agent.call_tool(name, args), await direct.call_tool(name, args)
             assert here.content == there.content, name
