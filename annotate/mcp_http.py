@@ -14,7 +14,7 @@ lookup (`Store.person_for_token`).
 `Host` and `Origin` are checked by the app's `Guard` (annotate/web/security.py) for this path as for
 every other, with the `--host` the server was started with; the SDK's own DNS-rebinding check
 (loopback names only) is turned off here rather than left to refuse the public host a team server
-is reached by. Bodies are limited to the API's 1 MB.
+is reached by. Bodies are limited to the API's 1 MB (413 as JSON).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from .web.responses import UNAUTHORIZED, error_response
-from .web.security import BODY_LIMIT
+from .web.responses import TOO_LARGE, UNAUTHORIZED, error_response
+from .web.security import BODY_LIMIT, _read_body, _replay
 
 __all__ = ["MCP_PATH", "ROLES", "Caller", "McpHttp", "Verify", "project_token"]
 
@@ -139,6 +139,20 @@ class McpHttp:
             )
             await response(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            # Read with the API's limit as it streams in (annotate/web/security.py): a refusal
+            # is the API's JSON, not the SDK's plain-text 413.
+            body = await _read_body(receive, headers, BODY_LIMIT)
+            if body is None:
+                response = error_response(
+                    413,
+                    TOO_LARGE,
+                    f"Request body is larger than the limit of {BODY_LIMIT // (1024 * 1024)} MB",
+                    {"Connection": "close"},
+                )
+                await response(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         # As the web app does for its routes: the caller on `request.state.person`.
         scope.setdefault("state", {})["person"] = caller
         await self._manager.handle_request(scope, receive, send)

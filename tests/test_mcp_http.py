@@ -271,16 +271,33 @@ def test_host_and_origin_are_checked_as_for_the_api(served: Served) -> None:
         "POST", "/__annotate/mcp", {**good, "Origin": "http://evil.example"}, body
     )
     assert status == 403 and json.loads(data)["code"] == "forbidden_origin"
-    # A loopback name the SDK's own check does not list (`*.localhost`) is ours to accept, and
-    # the server's own origin passes.
-    own = f"http://{served.host}:{served.port}"
+    # A loopback name the SDK's own check does not list (`*.localhost`, RFC 6761) is ours to
+    # accept (the SDK would answer 421), with its own origin.
+    name = f"review.localhost:{served.port}"
     status, _, data = served.raw(
-        "POST",
-        "/__annotate/mcp",
-        {**good, "Host": f"{served.host}:{served.port}", "Origin": own},
-        body,
+        "POST", "/__annotate/mcp", {**good, "Host": name, "Origin": f"http://{name}"}, body
     )
     assert status == 200, data
+    assert b"list_annotations" in data
+
+
+def test_bodies_over_1_mb_are_refused(served: Served) -> None:
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {served.token}",
+    }
+    big = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "add_agent_reply", "arguments": {"id": "a_x", "message": "x" * 1_100_000}}}
+    ).encode()  # fmt: skip
+    status, head, data = served.raw("POST", "/__annotate/mcp", headers, big)
+    assert status == 413
+    assert head["content-type"].startswith("application/json")
+    assert json.loads(data) == {
+        "error": "Request body is larger than the limit of 1 MB",
+        "code": "too_large",
+    }
 
 
 def test_a_public_host_given_to_serve_is_accepted(tmp_path: Path) -> None:
