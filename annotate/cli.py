@@ -623,11 +623,13 @@ def mcp(project: str | None, db: str | None, remote: str | None, token_file: str
         raise SystemExit(_fail(f"{why}: annotate mcp --remote URL --token-file F [--project DIR]"))
     from .mcp_remote import run_remote
 
+    root, problem = None, None
     try:
         root = find_project(project)
     except AnnotateError as e:
-        raise SystemExit(_fail(str(e))) from None
-    run_remote(remote, token_file, root)
+        # As annotate mcp outside a project: each tool call answers why, the server still starts.
+        problem = str(e)
+    run_remote(remote, token_file, root, problem=problem)
 
 
 @cli.command("setup")

@@ -41,6 +41,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     GetPromptRequestParams,
@@ -465,18 +466,25 @@ async def _relocated(
 
 
 def build_remote_server(
-    url: str, token_file: str | os.PathLike[str], project: str | Path
+    url: str,
+    token_file: str | os.PathLike[str],
+    project: str | Path | None,
+    *,
+    problem: str | None = None,
 ) -> tuple[MCPServer, Remote]:
     """The stdio server of `annotate mcp --remote`: `annotate mcp`'s tools and prompts, each
-    answered by the team server at `url`, `source` and `get_context` from `project`'s files."""
+    answered by the team server at `url`, `source` and `get_context` from `project`'s files.
+    `problem`: why there is no project (every tool call answers it)."""
     server = build_server(project)
     lowlevel = server._lowlevel_server
     remote = Remote(url, token_file)
-    checkout = Checkout(project)
+    checkout = Checkout(project or ".")
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
+        if problem is not None:
+            return _result(problem, error=True)
         name, arguments = params.name, dict(params.arguments or {})
         timeout_s = CALL_TIMEOUT_S
         if name == "wait_for_review":
@@ -502,6 +510,8 @@ def build_remote_server(
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: GetPromptRequestParams
     ) -> GetPromptResult:
+        if problem is not None:
+            raise MCPError(code=INVALID_PARAMS, message=problem)
         try:
             return await remote.prompt(params.name, params.arguments)
         except RemoteError as e:
@@ -529,9 +539,15 @@ async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout
         return _result(str(e), error=True)
 
 
-def run_remote(url: str, token_file: str | os.PathLike[str], project: str | Path) -> None:
+def run_remote(
+    url: str,
+    token_file: str | os.PathLike[str],
+    project: str | Path | None,
+    *,
+    problem: str | None = None,
+) -> None:
     """Serve the tools over stdio, answered by the team server, until the client closes."""
-    server, remote = build_remote_server(url, token_file, project)
+    server, remote = build_remote_server(url, token_file, project, problem=problem)
 
     async def main() -> None:
         async with remote.running():

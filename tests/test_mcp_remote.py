@@ -285,3 +285,19 @@ async def test_a_cancelled_wait_claims_no_review(served: Served, tmp_path: Path)
         assert [r["id"] for r in listed] == [review["id"]]
         taken = json.loads(_text(await agent.call_tool("wait_for_review", {"timeout_s": 5})))
         assert taken["review"]["id"] == review["id"]
+
+
+async def test_outside_a_project_each_call_says_so(served: Served, tmp_path: Path) -> None:
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    tokens = token_file(tmp_path, served.token)
+    params = StdioServerParameters(
+        command=ANNOTATE,
+        args=["mcp", "--remote", served.url, "--token-file", str(tokens)],
+        cwd=str(nowhere),
+    )
+    async with Client(params, read_timeout_seconds=40) as agent:
+        assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS)
+        result = await agent.call_tool("list_annotations", {})
+        assert result.is_error
+        assert "--project" in _text(result) and "\n" not in _text(result)
