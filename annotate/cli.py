@@ -725,11 +725,40 @@ def send(ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None) -> None
 @cli.command("mcp")
 @project_option
 @db_option
-def mcp(project: str | None, db: str | None) -> None:
+@click.option(
+    "--remote",
+    metavar="URL",
+    help="Answer each tool from the team server at URL (its base URL) over Streamable HTTP; "
+    "`source` and get_context still come from this checkout's Markdown.",
+)
+@click.option(
+    "--token-file",
+    metavar="F",
+    type=click.Path(dir_okay=False),
+    help="With --remote: the file holding the agent token (mode 0600; refused when other users "
+    "can read it).",
+)
+def mcp(project: str | None, db: str | None, remote: str | None, token_file: str | None) -> None:
     """Run the MCP server over stdio, for coding agents (configured by `annotate setup`)."""
-    from .mcp_server import run
+    if remote is None:
+        if token_file is not None:
+            raise SystemExit(_fail("--token-file is only used with --remote URL"))
+        from .mcp_server import run
 
-    run(project, db)
+        run(project, db)
+        return
+    if db is not None or token_file is None:
+        why = "--db names a local store" if db is not None else "--remote needs --token-file F"
+        raise SystemExit(_fail(f"{why}: annotate mcp --remote URL --token-file F [--project DIR]"))
+    from .mcp_remote import run_remote
+
+    root, problem = None, None
+    try:
+        root = find_project(project)
+    except AnnotateError as e:
+        # As annotate mcp outside a project: each tool call answers why, the server still starts.
+        problem = str(e)
+    run_remote(remote, token_file, root, problem=problem)
 
 
 @cli.command("setup")

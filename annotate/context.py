@@ -13,7 +13,8 @@ its intent and suggestion spelled out, its thread, then the numbered lines.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from .agents import QUESTION, asks
 from .errors import ValidationError
@@ -21,8 +22,18 @@ from .models import Annotation, PageNote
 from .pages import safe_path
 from .reconcile import MAX_SOURCE_BYTES
 
-if TYPE_CHECKING:
-    from .store import Store
+
+class Store(Protocol):
+    """What `get_context` reads: a `store.Store`, or the agent's checkout of
+    `annotate mcp --remote` (annotate/mcp_remote.py)."""
+
+    @property
+    def project_dir(self) -> Path: ...
+
+    def get_annotation(self, id: str) -> Annotation | PageNote: ...
+
+    def page_file(self, page_url: str) -> str | None: ...
+
 
 __all__ = ["DEFAULT_LINES", "MAX_LINES", "Context", "get_context", "intent_line"]
 

@@ -117,10 +117,15 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world
 class _Stores:
     """Opens the store on first use, so a missing or corrupt file is a tool error, not a crash."""
 
-    def __init__(self, project: str | Path | None, db: str | Path | None) -> None:
+    def __init__(
+        self,
+        project: str | Path | None,
+        db: str | Path | None,
+        store: store_module.Store | None = None,
+    ) -> None:
         self.project = project
         self.db = db
-        self._store: store_module.Store | None = None
+        self._store = store
         self._lock = threading.Lock()
 
     def get(self) -> store_module.Store:
@@ -168,10 +173,15 @@ def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
     return {"review": review.brief(), "instructions": mode_instructions(review.mode)}
 
 
-def build_server(project: str | Path | None = None, db: str | Path | None = None) -> MCPServer:
+def build_server(
+    project: str | Path | None = None,
+    db: str | Path | None = None,
+    *,
+    store: store_module.Store | None = None,
+) -> MCPServer:
     """The MCP server for the store of `project` (found upwards from the current folder when
-    None), or of the database file `db`."""
-    stores = _Stores(project, db)
+    None), or of the database file `db`, or the open `store` (the web app's, annotate/mcp_http.py)."""
+    stores = _Stores(project, db, store)
     server = MCPServer(
         name="mkdocs-annotate",
         title="mkdocs-annotate review notes",

@@ -312,6 +312,10 @@ def test_the_hosts_run_what_is_pinned() -> None:
     # these (the proxy serves `create_app` in front of a dev server).
     source = {name: inspect.getsource(cli.commands[name].callback) for name in HOSTS}
     assert "from .mcp_server import run" in source["mcp"]
+    # `annotate mcp --remote` serves the same tools, each answered by the team server's
+    # `/__annotate/mcp`, which is `build_server` on the web app's store.
+    assert "from .mcp_remote import run_remote" in source["mcp"]
+    assert "build_server(store=store)" in inspect.getsource(create_app)
     assert "from .web.server import serve as run" in source["serve"]
     assert "from .devserver import run" in source["proxy"]
 

@@ -8,15 +8,16 @@ MCP tool make (tests/test_one_call.py pins it); library errors become `{error, c
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -54,6 +55,9 @@ from .responses import (
 from .security import SIGNIN_PATH, CatchAll, Guard
 from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
 from .team import Settings
+
+if TYPE_CHECKING:
+    from ..mcp_http import Verify
 
 __all__ = ["create_app"]
 
@@ -586,6 +590,7 @@ def create_app(
     changes_timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_INTERVAL,
     team: Settings | None = None,
+    mcp: Verify | None = None,
 ) -> Starlette:
     """The whole web surface of one store, everything under `/__annotate/` (docs/http-api.md).
 
@@ -597,6 +602,8 @@ def create_app(
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
     `team`: team mode (annotate/web/team.py, docs/team.md): every request is a person's, and the
     project token (then not needed) is not used.
+    `mcp`: also serve the MCP tools over Streamable HTTP at `/__annotate/mcp` to the callers this
+    bearer-token check accepts (annotate/mcp_http.py); its server must run the app's lifespan.
     """
     if team is not None:
         token = "-"  # never compared: the Guard identifies people instead
@@ -684,6 +691,20 @@ def create_app(
         # The token may be rotated while serving: each page gets the current one.
         return overlay_snippet(current_token(), read_only=read_only, version=__version__)
 
+    lifespan = None
+    if mcp is not None:
+        # Imported here: the MCP SDK is loaded only by servers that serve it.
+        from ..mcp_http import MCP_PATH, McpHttp
+        from ..mcp_server import build_server
+
+        endpoint = McpHttp(build_server(store=store), mcp)
+        routes.append(Route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"]))
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            async with endpoint.lifespan():
+                yield
+
     if site_dir is not None:
         site = SiteFiles(
             Path(site_dir),
@@ -713,6 +734,7 @@ def create_app(
 
     app = Starlette(
         routes=routes,
+        lifespan=lifespan,
         middleware=[
             Middleware(CatchAll),
             Middleware(

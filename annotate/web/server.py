@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 
 from ..config import site_config
 from ..errors import ValidationError
+from ..mcp_http import project_token
 from ..store import open as open_store
 from ..tokens import TokenFile
 from .app import create_app
 from .security import is_loopback
 from .team import NO_IDENTITY, Settings, has_identity_source
+from .team import build as team_app
 
 if TYPE_CHECKING:
     import uvicorn
@@ -132,16 +134,17 @@ def serve(
         if exposed(host) and not has_identity_source(team, store):
             store.close()
             raise ValidationError(f"{NO_IDENTITY}; or listen on 127.0.0.1", "identity-header")
-        app = create_app(
-            store, read_only=read_only, site_dir=site, allowed_hosts=extra_hosts(host), team=team
-        )
+        app = team_app(site, store, team, read_only=read_only, allowed_hosts=extra_hosts(host))
     else:
+        token = TokenFile(project)
         app = create_app(
             store,
-            token=TokenFile(project),
+            token=token,
             read_only=read_only,
             site_dir=site,
             allowed_hosts=extra_hosts(host),
+            # Agents elsewhere: the MCP tools at /__annotate/mcp, bearer = the project token.
+            mcp=None if read_only else project_token(token),
         )
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
@@ -149,7 +152,7 @@ def serve(
         app,
         log_level="warning",
         access_log=False,
-        lifespan="off",
+        lifespan="off" if read_only else "on",
         server_header=False,
         timeout_graceful_shutdown=2,
         # Team mode trusts the identity header by the direct peer's address: uvicorn must not

@@ -268,6 +268,9 @@ def build(
         site_dir=site_dir,
         allowed_hosts=list(allowed_hosts),
         team=settings,
+        # Agents elsewhere: the MCP tools at /__annotate/mcp, bearer = an agent's own token
+        # (annotate/mcp_http.py takes agent and maintainer tokens only).
+        mcp=None if read_only else store.person_for_token,
     )
 
 

@@ -1,0 +1,556 @@
+"""`annotate mcp --remote URL --token-file F`: the MCP tools over stdio, answered by a team server
+(docs/remote-agents.md).
+
+For agents that start their MCP servers as commands. The tools, their descriptions and schemas
+are those of `annotate mcp` (`mcp_server.build_server`); each call goes to the team server's
+`/__annotate/mcp` (annotate/mcp_http.py) through the `mcp` SDK's Streamable HTTP client, with the
+token of F as bearer. What depends on the Markdown is computed here, from the agent's own checkout
+(`--project`, the files it edits), as `annotate mcp` does from its project:
+
+- an annotation's `source` and `anchorState` in every answer that holds annotations, located
+  again in the local file by `reconcile.plan` (its replacement, else its quote), so a line the agent
+  inserted moves the lines at once, before the team server's build knows of it;
+- the `at` of each note of a review (`wait_for_review`, `get_review`), from those notes;
+- `get_context`: the note from the server, the lines from the local file (`context.get_context`).
+
+A bad URL, an unreachable server or a refused token is an `isError` result with one line saying
+which; `wait_for_review` passes the server's progress notifications on, so clients that reset
+their timeout on progress keep waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    TextContent,
+)
+
+from . import context as context_module
+from . import reconcile
+from .agents import DEFAULT_WAIT_S, MAX_WAIT_S
+from .errors import AnnotateError
+from .fields import ANNOTATION, PAGE_NOTE, REPLY
+from .mcp_http import MCP_PATH
+from .mcp_server import MAX_LIST, _json, _result, _serve_stdio, build_server
+from .models import Annotation, PageNote, Reply, lean_item
+from .store import _annotation, _page_note, _reply
+
+__all__ = ["Remote", "build_remote_server", "run_remote"]
+
+# Answers that are one item, or a list of items, whose `source` is located again here.
+ONE_ITEM = frozenset(
+    {
+        "get_annotation",
+        "address_annotation",
+        "set_in_progress",
+        "add_agent_reply",
+        "update_annotation_target",
+    }
+)
+ITEM_LISTS = frozenset({"list_annotations", "list_page_notes"})
+REVIEWS = frozenset({"wait_for_review", "get_review"})
+# Seconds a call may take beyond what it asks for (wait_for_review's `timeout_s`).
+CALL_TIMEOUT_S = 60.0
+
+
+class RemoteError(Exception):
+    """A call that could not reach an answer: its message is the one line the agent reads."""
+
+
+# (JSON key, column) of the fields that are one column each, from the field table.
+_PLAIN = tuple((f.key, f.col) for f in ANNOTATION.answer if not f.decode)
+_PLAIN_NOTE = tuple((f.key, f.col) for f in PAGE_NOTE.answer if not f.decode)
+_PLAIN_REPLY = tuple((f.key, f.col) for f in REPLY.answer)
+
+
+class _Row(dict[str, Any]):
+    """A store row rebuilt from an answer: a column the answer does not carry reads as None."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def _columns(data: dict[str, Any]) -> _Row:
+    """The store row of an annotation's JSON: the plain fields' columns by name (the field table,
+    annotate/fields.py), the others' spelled out."""
+    quote = data.get("quote") or {}
+    position = data.get("position") or {}
+    source = data.get("source") or {}
+    # lean_item leaves `originalSource` out while it equals `source`.
+    original = data.get("originalSource") or source
+    element = data.get("elementSelector")
+    row = _Row({col: data.get(key) for key, col in _PLAIN})
+    row.update(
+        quote_exact=quote.get("exact"),
+        quote_prefix=quote.get("prefix"),
+        quote_suffix=quote.get("suffix"),
+        position_start=position.get("start"),
+        position_end=position.get("end"),
+        element_selector=json.dumps(element) if element else None,
+        source_file=source.get("path"),
+        source_path=source.get("path"),
+        source_line_start=source.get("lineStart"),
+        source_line_end=source.get("lineEnd"),
+        source_excerpt=source.get("excerpt"),
+        source_kind=source.get("kind"),
+        source_object=source.get("object"),
+        original_path=original.get("path"),
+        original_line_start=original.get("lineStart"),
+        original_line_end=original.get("lineEnd"),
+        original_excerpt=original.get("excerpt"),
+    )
+    return row
+
+
+def _replies(data: dict[str, Any]) -> tuple[Reply, ...]:
+    return tuple(
+        _reply(_Row({col: r.get(key) for key, col in _PLAIN_REPLY}))
+        for r in data.get("replies") or ()
+    )
+
+
+class Checkout:
+    """The agent's own checkout (`--project`): where a note's lines are in its Markdown now."""
+
+    def __init__(self, project: str | Path) -> None:
+        self.project_dir = Path(project).resolve()
+        # Page URL → Markdown file, as the server's answers name them (its build registered
+        # them): the first guess for a page whose file the local mkdocs.yml rules do not find.
+        self._pages: dict[str, str] = {}
+        # Note id → (what its place depends on, where it is): a note the server did not change
+        # in a file not changed here is not looked for again (a listing asks for the same notes
+        # call after call).
+        self._located: dict[str, tuple[tuple[Any, ...], dict[str, Any] | None]] = {}
+
+    def _locator(self) -> reconcile.Locator:
+        return reconcile.Locator(self.project_dir, registered=self._pages.get)
+
+    def page_file(self, page_url: str) -> str | None:
+        return self._locator().page_file(page_url)
+
+    def _moves(self, answer: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+        """Per item of an answer's JSON, the columns that change where it is as the local files
+        say (None: where the server says). Located again by `reconcile.plan` (its replacement,
+        else its quote; an element by its `src`, `href` or text), as `annotate mcp` locates a
+        note whose file changed; one pass, so each file is read once."""
+        locator = self._locator()
+        rows: list[_Row] = []
+        keys: dict[str, tuple[Any, ...]] = {}
+        for data in answer:
+            path = (data.get("source") or {}).get("path")
+            if path and data.get("pageUrl"):
+                self._pages.setdefault(data["pageUrl"], path)
+            if "type" not in data or data.get("anchorState") == "removed":
+                continue
+            row = _columns(data)
+            local = path or locator.page_file(row["page_url"])
+            key = (
+                data.get("updatedAt"),
+                path,
+                row["source_line_start"],
+                row["anchor_state"],
+                local,
+                locator.mtime(local) if local else None,
+            )
+            cached = self._located.get(row["id"])
+            if cached is None or cached[0] != key:
+                rows.append(row)
+                keys[row["id"]] = key
+        planned = reconcile.plan(rows, locator, force=True)
+        for row in rows:
+            update = planned.get(row["id"], {})
+            moved = update if reconcile.changed(row, update) else None
+            self._located[row["id"]] = (keys[row["id"]], moved)
+        return [self._located[d["id"]][1] if d.get("id") in self._located else None for d in answer]
+
+    def items(self, answer: list[dict[str, Any]]) -> list[Annotation | PageNote]:
+        """The items of an answer's JSON, each annotation where the local files say it is."""
+        out: list[Annotation | PageNote] = []
+        for data, moved in zip(answer, self._moves(answer), strict=True):
+            if "type" not in data:
+                path = (data.get("source") or {}).get("path")
+                note = _Row({col: data.get(key) for key, col in _PLAIN_NOTE})
+                out.append(_page_note(note, _replies(data), path))
+            else:
+                out.append(_annotation(_Row(_columns(data), **(moved or {})), _replies(data)))
+        return out
+
+    def item(self, data: dict[str, Any]) -> Annotation | PageNote:
+        return self.items([data])[0]
+
+    def answers(self, answer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Items' JSON as `annotate mcp` on this checkout answers them: the server's, but for
+        the notes whose lines differ here."""
+        out = []
+        for data, moved in zip(answer, self._moves(answer), strict=True):
+            if moved is None:
+                out.append(data)
+                continue
+            row = _Row(_columns(data), **moved)
+            lean = lean_item(_annotation(row, _replies(data)))
+            if "originalSource" not in data:
+                # The server's lines are the original ones: they differ from the local ones
+                # only by the local edits, which are no change the reviewer saw.
+                lean.pop("originalSource", None)
+            out.append(lean)
+        return out
+
+
+class _Note:
+    """One note for `context.get_context`, which reads it as from a store."""
+
+    def __init__(self, checkout: Checkout, data: dict[str, Any]) -> None:
+        self.project_dir = checkout.project_dir
+        self.page_file = checkout.page_file
+        self._item = checkout.item(data)
+
+    def get_annotation(self, id: str) -> Annotation | PageNote:
+        return self._item
+
+
+# -- the team server --------------------------------------------------------------------------
+
+
+def endpoint(url: str) -> str:
+    """The MCP endpoint of a team server's base URL (or the endpoint itself); RemoteError when
+    `url` is no http(s) URL."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RemoteError(
+            f"--remote {url!r} is not a server URL: give the team server's base URL, e.g. "
+            "https://review.example.com/"
+        )
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise RemoteError(
+            f"--remote {url!r}: give the base URL without user, query or fragment (the token "
+            "comes from --token-file)"
+        )
+    path = parts.path.rstrip("/")
+    if not path.endswith(MCP_PATH):
+        path += MCP_PATH
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The bearer token in file `path` (its first line); RemoteError when it is missing, empty,
+    or readable by other users (a token is a password: the file must be 0600, as ssh asks of a
+    key)."""
+    file = Path(path)
+    try:
+        st = file.stat()
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise RemoteError(f"Cannot read the token file {file}: {e.strerror or e}") from None
+    if os.name == "posix" and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise RemoteError(
+            f"The token file {file} is readable by other users (mode "
+            f"{stat.S_IMODE(st.st_mode):o}): run chmod 600 {file}"
+        )
+    token = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if not token:
+        raise RemoteError(f"The token file {file} is empty")
+    return token
+
+
+def _leaves(error: BaseException) -> Iterable[BaseException]:
+    inner = getattr(error, "exceptions", None)  # an exception group (Python 3.11+, anyio)
+    if isinstance(inner, tuple) and inner:
+        for each in inner:
+            yield from _leaves(each)
+    else:
+        yield error
+
+
+class Remote:
+    """Tool calls on the team server over one kept MCP connection (one pooled HTTP client).
+
+    The endpoint is stateless, so a connection holds nothing a call needs: a call that fails
+    drops it, and the next call connects again. `running()` keeps the connection in a task of
+    its own; outside it, each call connects for itself.
+    """
+
+    def __init__(self, url: str, token_file: str | os.PathLike[str]) -> None:
+        self.url = url
+        self.token_file = token_file
+        self._http: httpx2.AsyncClient | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._live: Client | None = None
+        # Made in `running()`: anyio's primitives belong to an event loop.
+        self._drop: anyio.Event | None = None
+        self._lock: anyio.Lock | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Remote]:
+        try:
+            async with anyio.create_task_group() as tasks:
+                self._tasks, self._lock = tasks, anyio.Lock()
+                try:
+                    yield self
+                finally:
+                    tasks.cancel_scope.cancel()
+                    self._tasks = self._live = self._lock = None
+        finally:
+            if self._http is not None:
+                await self._http.aclose()
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self._http is None:
+            self._http = create_mcp_http_client()
+        # Read on every call: a token replaced in the file is used at once.
+        self._http.headers["Authorization"] = f"Bearer {read_token_file(self.token_file)}"
+        return self._http
+
+    def _connection(self, target: str) -> Client:
+        return Client(streamable_http_client(target, http_client=self._client()))
+
+    async def _keep(self, target: str, *, task_status: anyio.abc.TaskStatus[Client]) -> None:
+        """Hold a connection open until it is dropped; a failure after it opened ends it
+        quietly (the call that saw it reports it)."""
+        drop = self._drop = anyio.Event()
+        opened = False
+        try:
+            async with self._connection(target) as client:
+                opened = True
+                task_status.started(client)
+                await drop.wait()
+        except Exception:
+            if not opened:
+                raise
+        finally:
+            self._live = None
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[Client]:
+        """A connection to the team server; RemoteError when there is none, or when a call on
+        it fails for want of the server (then it is dropped)."""
+        target = endpoint(self.url)
+        try:
+            if self._tasks is None or self._lock is None:
+                async with self._connection(target) as client:
+                    yield client
+                return
+            async with self._lock:
+                if self._live is None:
+                    self._live = await self._tasks.start(self._keep, target)
+                client = self._live
+            yield client
+        except RemoteError:
+            raise
+        except Exception as e:
+            reason = await self._diagnose(target, e)
+            if reason is None and isinstance(e, MCPError):
+                raise  # the server's own answer (a prompt's error): the connection is fine
+            if self._drop is not None:
+                self._drop.set()
+            raise RemoteError(reason or self._failed(e)) from None
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float = CALL_TIMEOUT_S,
+        progress: ProgressFnT | None = None,
+    ) -> CallToolResult:
+        """The team server's answer to one tool call; RemoteError when there is none."""
+        try:
+            async with self._session() as client:
+                return await client.call_tool(
+                    name, arguments, read_timeout_seconds=timeout_s, progress_callback=progress
+                )
+        except MCPError as e:
+            raise RemoteError(f"The team server at {self.url} refused the call: {e}") from None
+
+    async def prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
+        """The team server's prompt; MCPError as it sent it, RemoteError when none came."""
+        async with self._session() as client:
+            return await client.get_prompt(name, arguments)
+
+    def _failed(self, error: BaseException) -> str:
+        leaf = next(iter(_leaves(error)))
+        return f"The call to the team server at {self.url} failed: {leaf or type(leaf).__name__}"
+
+    async def _diagnose(self, target: str, error: BaseException) -> str | None:
+        """One line for a call that failed: why, asked of the server with one plain request;
+        None when the server is there and takes the token."""
+        try:
+            response = await self._client().post(
+                target, content=b"{}", headers={"Content-Type": "application/json"}
+            )
+        except httpx2.HTTPError as e:
+            why = str(e) or type(e).__name__
+            return f"Cannot reach the team server at {self.url}: {why}"
+        said = ""
+        try:
+            body = response.json()
+            said = body.get("error", "") if isinstance(body, dict) else ""
+        except ValueError:
+            pass
+        status = response.status_code
+        if status == 401:
+            return (
+                f"The team server at {self.url} refused the token of {self.token_file} (401"
+                f"{': ' + said if said else ''}); ask for a new agent token"
+            )
+        if status in (404, 405):
+            return (
+                f"No MCP endpoint at {target} ({status}): is {self.url} the base URL of an "
+                "annotate serve?"
+            )
+        if status >= 300 and status not in (400, 406):
+            return f"The team server at {self.url} answered {status}{': ' + said if said else ''}"
+        return None
+
+
+# -- the local server --------------------------------------------------------------------------
+
+
+def _texts(result: CallToolResult) -> list[str]:
+    return [c.text for c in result.content if isinstance(c, TextContent)]
+
+
+def _with_first(result: CallToolResult, text: str) -> CallToolResult:
+    first = TextContent(type="text", text=text)
+    return result.model_copy(update={"content": [first, *result.content[1:]]})
+
+
+async def _relocated(
+    name: str, result: CallToolResult, checkout: Checkout, remote: Remote
+) -> CallToolResult:
+    """`result` with the notes' lines as the local checkout has them."""
+    if result.is_error or not result.content or not isinstance(result.content[0], TextContent):
+        return result
+    data = json.loads(result.content[0].text)
+    if name in ONE_ITEM:
+        return _with_first(result, _json(checkout.answers([data])[0]))
+    if name in ITEM_LISTS:
+        return _with_first(result, _json(checkout.answers(data)))
+    if name not in REVIEWS:
+        return result
+    review = data.get("review", data) if name == "wait_for_review" else data
+    if not isinstance(review, dict) or not review.get("notes"):
+        return result
+    # A note's `at` comes from its lines: fetch the notes in full (one listing) and brief them.
+    listed = await remote.call("list_annotations", {"status": "all", "limit": MAX_LIST})
+    if listed.is_error:
+        return result
+    wanted = {n["id"] for n in review["notes"]}
+    full = [d for d in json.loads(_texts(listed)[0]) if d["id"] in wanted]
+    briefs = {item.id: item.brief() for item in checkout.items(full)}
+    review["notes"] = [briefs.get(n["id"], n) for n in review["notes"]]
+    return _with_first(result, _json(data))
+
+
+def build_remote_server(
+    url: str,
+    token_file: str | os.PathLike[str],
+    project: str | Path | None,
+    *,
+    problem: str | None = None,
+) -> tuple[MCPServer, Remote]:
+    """The stdio server of `annotate mcp --remote`: `annotate mcp`'s tools and prompts, each
+    answered by the team server at `url`, `source` and `get_context` from `project`'s files.
+    `problem`: why there is no project (every tool call answers it)."""
+    server = build_server(project)
+    lowlevel = server._lowlevel_server
+    remote = Remote(url, token_file)
+    checkout = Checkout(project or ".")
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        if problem is not None:
+            return _result(problem, error=True)
+        name, arguments = params.name, dict(params.arguments or {})
+        timeout_s = CALL_TIMEOUT_S
+        if name == "wait_for_review":
+            wait = arguments.get("timeout_s", DEFAULT_WAIT_S)
+            timeout_s += float(wait) if isinstance(wait, (int, float)) else MAX_WAIT_S
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            # The server's progress, passed on (a no-op when the agent asked for none).
+            await ctx.session.report_progress(progress, total, message)
+
+        try:
+            if name == "get_context":
+                return await _context(arguments, remote, checkout)
+            result = await remote.call(name, arguments, timeout_s=timeout_s, progress=progress)
+        except RemoteError as e:
+            return _result(str(e), error=True)
+        try:
+            return await _relocated(name, result, checkout, remote)
+        except (RemoteError, ValueError, KeyError, TypeError, AttributeError):
+            # An answer not shaped as this version writes them (a newer server?): as it came.
+            return result
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: GetPromptRequestParams
+    ) -> GetPromptResult:
+        if problem is not None:
+            raise MCPError(code=INVALID_PARAMS, message=problem)
+        try:
+            return await remote.prompt(params.name, params.arguments)
+        except RemoteError as e:
+            raise MCPError(code=INTERNAL_ERROR, message=str(e)) from None
+
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+    lowlevel.add_request_handler("prompts/get", GetPromptRequestParams, get_prompt)
+    return server, remote
+
+
+async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout) -> CallToolResult:
+    """get_context from the local Markdown: the note from the server, the lines from here."""
+    id, lines = arguments.get("id"), arguments.get("lines", context_module.DEFAULT_LINES)
+    valid = isinstance(lines, int) and not isinstance(lines, bool)
+    if not isinstance(id, str) or not valid or not 0 <= lines <= context_module.MAX_LINES:
+        # The server refuses them with the SDK's own message, as annotate mcp does.
+        return await remote.call("get_context", arguments)
+    found = await remote.call("get_annotation", {"id": id})
+    if found.is_error:
+        return found
+    note = _Note(checkout, json.loads(_texts(found)[0]))
+    try:
+        return _result(context_module.get_context(note, id, lines).text())
+    except AnnotateError as e:
+        return _result(str(e), error=True)
+
+
+def run_remote(
+    url: str,
+    token_file: str | os.PathLike[str],
+    project: str | Path | None,
+    *,
+    problem: str | None = None,
+) -> None:
+    """Serve the tools over stdio, answered by the team server, until the client closes."""
+    server, remote = build_remote_server(url, token_file, project, problem=problem)
+
+    async def main() -> None:
+        async with remote.running():
+            await _serve_stdio(server)
+
+    anyio.run(main)
