@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import agent_setup, context, export, hook, importing, tokens
+from annotate import agent_setup, chat, context, export, hook, importing, tokens
 from annotate.cli import cli
 from annotate.export import render
 from annotate.mcp_server import TOOLS, build_server
@@ -50,6 +50,8 @@ FUNCTIONS: dict[str, tuple[Any, str]] = {
     "tokens.read_token": (tokens, "read_token"),
     "tokens.rotate_token": (tokens, "rotate_token"),
     "hook.stop": (hook, "stop"),
+    "chat.open_review": (chat, "open_review"),
+    "chat.page_view": (chat, "page_view"),
 }
 
 # MCP tool -> (arguments, the one library function it calls). `{a}` is an open annotation,
@@ -71,6 +73,10 @@ MCP: dict[str, tuple[dict[str, Any], str]] = {
     "summary": ({}, "Store.summary"),
     "list_reviews": ({}, "Store.list_reviews"),
     "get_review": ({"id": "{rv}"}, "Store.get_review"),
+    # The review view in the chat (annotate/chatview.py): chat_api runs one REST route.
+    "open_review": ({"pageUrl": "/guide/install/"}, "chat.open_review"),
+    "chat_page": ({"pageUrl": "/guide/install/"}, "chat.page_view"),
+    "chat_api": ({"method": "GET", "path": "summary"}, "Store.summary"),
 }
 
 # CLI command -> (arguments, standard input, the library functions it calls, in order). `{b}` is

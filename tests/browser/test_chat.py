@@ -5,7 +5,7 @@ CSP, its tool calls forwarded to that server."""
 
 from __future__ import annotations
 
-import re
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -315,10 +315,10 @@ def test_notes_travel_live_between_the_view_and_the_browser(
     assert console.unexpected() == []
 
 
-def test_view_screenshot(page: Page, host: HostServer, mcp: McpSession, project: Path) -> None:
+def test_view_screenshot(
+    page: Page, host: HostServer, mcp: McpSession, project: Path, tmp_path: Path
+) -> None:
     """The screenshot of docs/chat.md (written to docs/img/ when ANNOTATE_SCREENSHOTS=docs)."""
-    import os
-
     with annotate.open(project) as store:
         note = store.add_annotation(
             {
@@ -334,14 +334,8 @@ def test_view_screenshot(page: Page, host: HostServer, mcp: McpSession, project:
     frame = open_view(page, host, mcp)
     view = page.frame_locator("iframe")
     open_panel(view)
-    expect(view.locator("#annotate-panel li.item")).to_have_count(1)
-    frame.evaluate(
-        "() => document.querySelector('h2') && document.querySelector('h2').scrollIntoView()"
-    )
-    folder = (
-        Path(__file__).resolve().parent.parent.parent / "docs" / "img"
-        if os.environ.get("ANNOTATE_SCREENSHOTS") == "docs"
-        else page.context.browser and Path(re.sub(r"[^/]+$", "", str(project)))
-    )
-    assert folder is not None
-    page.screenshot(path=str(Path(folder) / "chat-view.png"))
+    expect(view.locator("#annotate-panel li.item .reply")).to_have_count(1)
+    frame.evaluate("() => document.querySelector('#annotate-page h2').scrollIntoView()")
+    docs = os.environ.get("ANNOTATE_SCREENSHOTS") == "docs"
+    folder = Path(__file__).resolve().parent.parent.parent / "docs" / "img" if docs else tmp_path
+    page.screenshot(path=str(folder / "chat-view.png"))
