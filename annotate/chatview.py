@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 import rjsmin
 from mcp.server.apps import Apps, client_supports_apps
 from mcp.server.mcpserver import Context
@@ -165,7 +166,10 @@ class Tunnel:
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": raw, "more_body": False}
-            return {"type": "http.disconnect"}  # asked again only to see whether we left
+            # Asked again only to see whether the client left (the change feed's long-poll,
+            # annotate/web/feed.py): it stays until the answer is sent.
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
 
         async def send(message: Message) -> None:
             nonlocal status, media

@@ -176,6 +176,52 @@ def test_the_frame_cannot_reach_the_network(
     assert answer == "refused"
 
 
+def test_the_feed_waits_in_each_call(page: Page, host: HostServer, mcp: McpSession) -> None:
+    # An idle view keeps one change-feed call open (up to 8 s), not a stream of short ones.
+    open_view(page, host, mcp)
+    before = len(recorded(page, "calls"))
+    page.wait_for_timeout(3000)
+    assert len(recorded(page, "calls")) - before <= 1
+
+
+def test_the_view_follows_links_takes_page_notes_and_the_hosts_theme(
+    page: Page, host: HostServer, mcp: McpSession, project: Path
+) -> None:
+    result = mcp.call("open_review", {"pageUrl": "/"})
+    page.goto(host.url)
+    page.evaluate(
+        "(setup) => hostStart(setup)",
+        {
+            "html": mcp.view_html(),
+            "caps": FULL_CAPS,
+            "input": {"pageUrl": "/"},
+            "result": result,
+            "context": {"theme": "dark"},
+        },
+    )
+    page.wait_for_function("() => frames.length === 1")
+    frame = page.main_frame.child_frames[0]
+    wait_painted(frame)  # type: ignore[arg-type]
+    view = page.frame_locator("iframe")
+    expect(view.locator("#annotate-host")).to_have_attribute("data-theme", "dark")
+    # A link to another page of the site opens it in the view, and the overlay follows.
+    view.locator("#annotate-page a", has_text="guide").first.click()
+    expect(view.locator("#annotate-chat-bar .path")).to_have_text("docs/guide.md")
+    open_panel(view)
+    view.get_by_role("button", name="Add page note").click()
+    view.locator("#annotate-panel textarea").fill("Split this page.")
+    view.locator("#annotate-panel .form").get_by_role("button", name="Save").click()
+    expect(view.locator("#annotate-panel li.item .note")).to_have_text("Split this page.")
+    with annotate.open(project) as store:
+        [note] = store.list_page_notes()
+    assert (note.page_url, note.note) == ("/guide/", "Split this page.")
+    view.locator("#annotate-panel li.item").get_by_role("button", name="Accept").click()
+    expect(view.locator("#annotate-panel li.item")).to_have_count(0)
+    with annotate.open(project) as store:
+        assert store.get_page_note(note.id).status == "resolved"
+    assert recorded(page, "links") == []
+
+
 def test_send_to_agent_posts_one_message_naming_the_review(
     page: Page, host: HostServer, mcp: McpSession, project: Path
 ) -> None:
