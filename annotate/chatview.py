@@ -55,6 +55,12 @@ APP_API = "api.js"
 APP_SCRIPTS = ("bridge.js", "view.js")
 APP_CSS = "view.css"
 
+# The view's tools answer only clients that render MCP Apps: a client that does not also lists
+# them to its model, and chat_api can do what the reviewer does (accept, delete).
+VIEW_ONLY = (
+    "{tool} serves the review view that open_review shows in clients that render MCP Apps; this "
+    "client does not. Use the other tools."
+)
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -269,9 +275,12 @@ def build_apps(get_store: Callable[[], Store]) -> Apps:
         annotations=READ,
     )
     def chat_page(
+        ctx: Context,
         pageUrl: Annotated[str | None, Field(description="The page")] = None,
         path: Annotated[str | None, Field(description="Or its Markdown file")] = None,
     ) -> CallToolResult:
+        if not client_supports_apps(ctx):
+            return _text(VIEW_ONLY.format(tool="chat_page"), error=True)
         try:
             page = chat.page_view(get_store(), pageUrl, path)
         except AnnotateError as e:
@@ -291,10 +300,13 @@ def build_apps(get_store: Callable[[], Store]) -> Apps:
         annotations=WRITE,
     )
     async def chat_api(
+        ctx: Context,
         method: Annotated[Literal["GET", "POST", "PATCH", "DELETE"], Field(description="Method")],
         path: Annotated[str, Field(description="The route under /__annotate/api/")],
         body: Annotated[Any, Field(description="The JSON body")] = None,
     ) -> CallToolResult:
+        if not client_supports_apps(ctx):
+            return _text(VIEW_ONLY.format(tool="chat_api"), error=True)
         try:
             _check_path(path)
             status, answer = await tunnel().call(method, path, body)

@@ -277,6 +277,16 @@ async def test_chat_api_calls_only_api_routes(project: Path, path: str) -> None:
     assert "path must be a route under /__annotate/api/" in text_of(result)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool", ["chat_page", "chat_api"])
+async def test_the_views_tools_refuse_a_client_without_apps(project: Path, tool: str) -> None:
+    # Such a client lists them to its model: chat_api could accept or delete the reviewer's notes.
+    args = {"method": "GET", "path": "summary"} if tool == "chat_api" else {}
+    result = await call(project, tool, args, apps=False)
+    assert result["isError"] is True
+    assert text_of(result).startswith(f"{tool} serves the review view that open_review shows")
+
+
 def test_the_lanes_messages() -> None:
     note = {
         "id": "a_1",

@@ -21,6 +21,8 @@ import click
 import pytest
 from click.testing import CliRunner
 from mcp import Client
+from mcp.client import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
@@ -233,7 +235,9 @@ def anyio_backend() -> str:
 @pytest.mark.parametrize("tool", sorted(MCP))
 async def test_mcp_tool_makes_one_call(tool: str, made: dict[str, str], recorder: Recorder) -> None:
     args, expected = MCP[tool]
-    async with Client(build_server(made["project"])) as client:
+    # As a host that renders MCP Apps: the chat view's tools answer only those (docs/chat.md).
+    apps = advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
+    async with Client(build_server(made["project"]), extensions=[apps]) as client:
         result = await client.call_tool(tool, _fill(args, made))
     assert not result.is_error, result.content
     assert recorder.calls == [expected]
