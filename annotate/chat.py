@@ -272,6 +272,14 @@ def _page_url(store: Store, page_url: str | None, path: str | None) -> str:
     return store.page_url(url)
 
 
+def _no_page(url: str) -> ValidationError:
+    return ValidationError(
+        f"No page {url} in this project: no Markdown file in the docs folder builds it, and "
+        "no built or served page has it",
+        "pageUrl",
+    )
+
+
 def page_view(store: Store, page_url: str | None = None, path: str | None = None) -> ChatPage:
     """The page (`page_url`, or the page of the Markdown file `path`; the home page by default)
     as the chat view shows it: served, else built, else rendered from its Markdown."""
@@ -285,6 +293,8 @@ def page_view(store: Store, page_url: str | None = None, path: str | None = None
     if html is None:
         html, origin = _built(project, url), "built"
     if html is None:
+        if source is None:
+            raise _no_page(url)
         html, origin = _rendered(project, source), "markdown"
     if len(html) > MAX_PAGE_BYTES:
         raise ValidationError(
@@ -309,9 +319,12 @@ def open_review(store: Store, page_url: str | None = None, path: str | None = No
     notes = store.list_page_notes(url, ["open", "in_progress"])
     total = store.summary().open_items
     server = find_server(store.project_dir)
+    source = store.page_file(url)
+    if source is None and server is None and _built(store.project_dir, url) is None:
+        raise _no_page(url)
     return Opening(
         url,
-        store.page_file(url),
+        source,
         len(here) + len(notes),
         total,
         server + url if server else None,

@@ -169,6 +169,14 @@ async def test_open_review_refuses_a_path_outside_the_docs(project: Path) -> Non
 # -- the page the view shows ---------------------------------------------------------------------
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool", ["open_review", "chat_page"])
+async def test_a_page_that_does_not_exist_is_an_error(project: Path, tool: str) -> None:
+    result = await call(project, tool, {"pageUrl": "/nope/"})
+    assert result["isError"] is True
+    assert text_of(result).startswith("No page /nope/ in this project")
+
+
 def test_the_content_root_is_the_overlays_without_scripts() -> None:
     assert chat.content_root(BUILT) == ARTICLE
     nested = "<body><main><p>a</p><main><p>b</p></main><p>c</p></main><p>out</p></body>"
@@ -218,6 +226,9 @@ def test_the_page_comes_from_the_running_server(running: Server) -> None:
     ],
 )
 def test_a_markdown_path_names_its_page(project: Path, path: str, url: str) -> None:
+    file = project / path
+    if not file.exists():
+        file.write_text("# A page\n")
     with annotate.open(project) as store:
         assert chat.page_view(store, path=path).page_url == url
 
