@@ -79,7 +79,7 @@ def view_html(overlay: Path | None = None) -> str:
     root = overlay or find_overlay_dir()
     if root is None:
         raise RuntimeError("The overlay's sources (overlay/) are missing from this installation")
-    return _view(root, tuple((p, p.stat().st_mtime_ns) for p in _sources(root)))
+    return _view(tuple((p, p.stat().st_mtime_ns) for p in _sources(root)))
 
 
 def _sources(root: Path) -> list[Path]:
@@ -94,11 +94,11 @@ def _sources(root: Path) -> list[Path]:
 
 
 @lru_cache(maxsize=2)
-def _view(root: Path, key: tuple[tuple[Path, int], ...]) -> str:
-    paths = [p for p, _ in key]
-    shadow, *rest = paths
+def _view(key: tuple[tuple[Path, int], ...]) -> str:
+    """The view made from the files `_sources` lists (their modification times: the cache key)."""
+    shadow, *rest = [p for p, _ in key]
     overlay = rest[: len(OVERLAY_SOURCES)]
-    bridge, start = rest[len(OVERLAY_SOURCES) : len(OVERLAY_SOURCES) + 2]
+    bridge, view = rest[len(OVERLAY_SOURCES) : len(OVERLAY_SOURCES) + 2]
     view_css, page_css = rest[-2:]
     # The overlay in a function: `top` and `location` are the view's (its frame has an opaque
     # origin and shows one page of the site), `bridge` the host connection overlay/app/api.js
@@ -111,7 +111,7 @@ def _view(root: Path, key: tuple[tuple[Path, int], ...]) -> str:
         + f"const SHADOW_CSS = {json.dumps(minify_css(shadow.read_text('utf-8')))};\n"
         + body
         + "\n}\n"
-        + start.read_text("utf-8")
+        + view.read_text("utf-8")
         + f"\nview({json.dumps({'version': __version__})});\n}})();\n"
     )
     script = rjsmin.jsmin(script, keep_bang_comments=True).replace("</", "<\\/")
