@@ -63,6 +63,7 @@ class McpSession:
         self.loop = asyncio.new_event_loop()
         self._ready: Future[Client] = Future()
         self._stop: asyncio.Event | None = None
+        self._pending: set[Future[dict[str, Any]]] = set()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
     def start(self) -> McpSession:
@@ -85,7 +86,13 @@ class McpSession:
                 self._ready.set_exception(e)
             raise
 
+    def cancel(self) -> None:
+        """Cancel the calls forwarded for a view: its change-feed call waits up to 8 s."""
+        for future in list(self._pending):
+            self.loop.call_soon_threadsafe(future.cancel)
+
     def stop(self) -> None:
+        self.cancel()
         if self._stop is not None:
             self.loop.call_soon_threadsafe(self._stop.set)
         try:
@@ -114,6 +121,8 @@ class McpSession:
     async def forward(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """From another event loop (the host server's)."""
         future = asyncio.run_coroutine_threadsafe(self._request(method, params), self.loop)
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
         return await asyncio.wrap_future(future)
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -194,6 +203,7 @@ class HostServer:
         return f"http://127.0.0.1:{self.port}/host.html"
 
     def stop(self) -> None:
+        self.session.cancel()  # the view's pending call would hold the server's shutdown
         self.server.should_exit = True
         self._thread.join(10)
         self.sock.close()
