@@ -174,7 +174,10 @@ class HostServer:
 
         async def call(request: Request) -> Response:
             data = json.loads(await request.body())
-            return JSONResponse(await self.session.forward(data["method"], data["params"]))
+            try:
+                return JSONResponse(await self.session.forward(data["method"], data["params"]))
+            except asyncio.CancelledError:  # the forwarded call, cancelled by stop(): not this task
+                return JSONResponse({"error": "the host stopped"}, 503)
 
         app = Starlette(
             routes=[
