@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 import rjsmin
-from mcp.server.apps import Apps, client_supports_apps
+from mcp.server.apps import Apps, ResourcePermissions, client_supports_apps
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -233,6 +233,8 @@ def build_apps(get_store: Callable[[], Store]) -> Apps:
         name="review",
         title="Review the page",
         description="The rendered page with its review notes: select text to leave a note.",
+        # The panel's Copy as Markdown, where the host grants it (else the overlay says so).
+        permissions=ResourcePermissions(clipboard_write={}),
         prefers_border=True,
     )
 

@@ -102,6 +102,9 @@ async def test_open_review_names_the_view_and_the_view_calls_app_only_tools(
     assert resource.mime_type == APP_MIME_TYPE
     [contents] = read.contents
     assert contents.mime_type == APP_MIME_TYPE
+    # No domains declared: the host's default, no network at all. Copy as Markdown asks for the
+    # clipboard.
+    assert contents.meta == {"ui": {"permissions": {"clipboardWrite": {}}, "prefersBorder": True}}
     assert contents.text == view_html()  # type: ignore[union-attr]
 
 
