@@ -67,6 +67,7 @@ class SiteConfig:
     use_directory_urls: bool = True
     site_url: str | None = None
     offline: bool = False  # the offline plugin is on (it turns use_directory_urls off)
+    dev_addr: str | None = None  # `dev_addr`: where `mkdocs serve` listens (the chat view looks)
 
     @property
     def site_path(self) -> str:
@@ -280,4 +281,5 @@ def _settings(raw: dict[str, Any], file: Path, project: Path) -> SiteConfig:
         use_directory_urls=directory_urls and not offline,
         site_url=(url.strip() or None) if url else None,
         offline=offline,
+        dev_addr=dev_addr if isinstance(dev_addr := raw.get("dev_addr"), str) else None,
     )

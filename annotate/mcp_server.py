@@ -31,7 +31,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import __version__, export
+from . import __version__, chatview, export
 from . import build as builds
 from . import context as context_module
 from . import store as store_module
@@ -68,6 +68,7 @@ TOOLS = (
     "list_reviews",
     "get_review",
     "show_annotation",
+    *chatview.TOOLS,  # the review view in the chat (MCP Apps): annotate/chatview.py
 )
 PROMPTS = ("address-review", "address-note")
 PROGRESS_EVERY_S = 10.0
@@ -188,6 +189,7 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
+        extensions=[chatview.build_apps(stores.get)],
     )
 
     def call(

@@ -21,11 +21,13 @@ import click
 import pytest
 from click.testing import CliRunner
 from mcp import Client
+from mcp.client import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import agent_setup, context, export, hook, importing, inline, tokens
+from annotate import agent_setup, chat, context, export, hook, importing, inline, tokens
 from annotate.cli import cli
 from annotate.export import render
 from annotate.mcp_server import TOOLS, build_server
@@ -52,6 +54,8 @@ FUNCTIONS: dict[str, tuple[Any, str]] = {
     "hook.stop": (hook, "stop"),
     "inline.export_inline": (inline, "export_inline"),
     "inline.import_inline": (inline, "import_inline"),
+    "chat.open_review": (chat, "open_review"),
+    "chat.page_view": (chat, "page_view"),
 }
 
 # MCP tool -> (arguments, the one library function it calls). `{a}` is an open annotation,
@@ -74,6 +78,10 @@ MCP: dict[str, tuple[dict[str, Any], str]] = {
     "list_reviews": ({}, "Store.list_reviews"),
     "get_review": ({"id": "{rv}"}, "Store.get_review"),
     "show_annotation": ({"id": "{a}"}, "Store.show_annotation"),
+    # The review view in the chat (annotate/chatview.py): chat_api runs one REST route.
+    "open_review": ({"pageUrl": "/guide/install/"}, "chat.open_review"),
+    "chat_page": ({"pageUrl": "/guide/install/"}, "chat.page_view"),
+    "chat_api": ({"method": "GET", "path": "summary"}, "Store.summary"),
 }
 
 # CLI command -> (arguments, standard input, the library functions it calls, in order). `{b}` is
@@ -255,7 +263,9 @@ def anyio_backend() -> str:
 @pytest.mark.parametrize("tool", sorted(MCP))
 async def test_mcp_tool_makes_one_call(tool: str, made: dict[str, str], recorder: Recorder) -> None:
     args, expected = MCP[tool]
-    async with Client(build_server(made["project"])) as client:
+    # As a host that renders MCP Apps: the chat view's tools answer only those (docs/chat.md).
+    apps = advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
+    async with Client(build_server(made["project"]), extensions=[apps]) as client:
         result = await client.call_tool(tool, _fill(args, made))
     assert not result.is_error, result.content
     assert recorder.calls == [expected]
