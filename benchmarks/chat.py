@@ -14,9 +14,12 @@ project with `--notes` text notes on its home page. Then:
   `resources/read`, the frame, `ui/initialize`, the tool result, `chat_page` and the overlay's
   first `chat_api` calls, to the overlay's `annotate:painted` mark in the view; against the
   baseline, the same page with the overlay under `annotate serve`, from `goto` to the same mark;
+- **show_annotation with a view open**: once the page is painted, the agent's `show_annotation`
+  of a note on it (through the same `annotate mcp` the view talks to): the time to its answer and
+  how many views it reached, in the chat view and, as the baseline, in the browser overlay;
 - **answer sizes** (bytes of the JSON-RPC result as the client gets it): what the model reads of
-  `open_review`, and what the view's app-only tools answer, against `list_annotations` of the
-  same page.
+  `open_review` and `show_annotation`, and what the view's app-only tools answer, against
+  `list_annotations` of the same page.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -81,6 +85,20 @@ def size(data: dict[str, object]) -> int:
     return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
 
 
+def show(session: McpSession, id: str) -> tuple[float, int, dict[str, Any]]:
+    """The agent's show_annotation of `id`: (ms to the answer, views reached, the result)."""
+    start = time.perf_counter()
+    result = session.call("show_annotation", {"id": id})
+    took = (time.perf_counter() - start) * 1000
+    assert not result.get("isError"), result
+    return took, json.loads(result["content"][0]["text"])["views"], result
+
+
+def row(name: str, ms: list[float], base: float) -> str:
+    med = statistics.median(ms)
+    return f"| {name} | {med:.0f} | {min(ms):.0f} | {max(ms):.0f} | {med / base:.2f} |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -108,8 +126,13 @@ def main() -> None:
         session = McpSession(root).start()
         host = HostServer(session)
         server = AnnotateServer(root)
+        with annotate.open(root) as store:
+            shown_id = store.list_annotations("/")[0].id
         chat_ms: list[float] = []
         browser_ms: list[float] = []
+        chat_show: list[float] = []
+        browser_show: list[float] = []
+        reached: set[int] = set()
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -132,6 +155,7 @@ def main() -> None:
                     page.wait_for_function("() => frames.length === 1")
                     page.main_frame.child_frames[0].wait_for_function(PAINTED, timeout=20000)
                     chat = (time.perf_counter() - start) * 1000
+                    chat_took, chat_views, shown = show(session, shown_id)
                     context.close()
 
                     context = browser.new_context(viewport={"width": 1200, "height": 800})
@@ -140,14 +164,19 @@ def main() -> None:
                     page.goto(server.url)
                     page.wait_for_function(PAINTED, timeout=20000)
                     plain = (time.perf_counter() - start) * 1000
+                    browser_took, browser_views, _ = show(session, shown_id)
                     context.close()
                     if run:  # the first run warms both up
                         chat_ms.append(chat)
                         browser_ms.append(plain)
+                        chat_show.append(chat_took)
+                        browser_show.append(browser_took)
+                        reached |= {chat_views, browser_views}
                 browser.close()
 
             answers = {
                 "open_review (what the model reads)": session.call("open_review", {"pageUrl": "/"}),
+                "show_annotation (what the model reads; one view reached)": shown,
                 "list_annotations {pageUrl: /} (for comparison)": session.call(
                     "list_annotations", {"pageUrl": "/"}
                 ),
@@ -164,18 +193,20 @@ def main() -> None:
             host.stop()
             session.stop()
 
-    med_chat, med_browser = statistics.median(chat_ms), statistics.median(browser_ms)
+    med_browser = statistics.median(browser_ms)
     print(f"\nTime to the page painted, {args.notes} notes on it, median of {args.runs} runs (ms):")
     print("\n| what | median | min | max | vs browser |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    print(
-        f"| browser overlay on annotate serve: goto → painted | {med_browser:.0f} | "
-        f"{min(browser_ms):.0f} | {max(browser_ms):.0f} | 1.00 |"
-    )
-    print(
-        f"| chat view in the emulator: open_review → painted | {med_chat:.0f} | "
-        f"{min(chat_ms):.0f} | {max(chat_ms):.0f} | {med_chat / med_browser:.2f} |"
-    )
+    print(row("browser overlay on annotate serve: goto → painted", browser_ms, med_browser))
+    print(row("chat view in the emulator: open_review → painted", chat_ms, med_browser))
+
+    base_show = statistics.median(browser_show)
+    print(f"\nshow_annotation with one view of the page open, median of {args.runs} runs (ms):")
+    print("\n| the view open | median | min | max | vs browser |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print(row("browser overlay on annotate serve", browser_show, base_show))
+    print(row("chat view in the emulator", chat_show, base_show))
+    print(f"\nViews each call reached: {sorted(reached)} (1 expected: one view open at a time)")
 
     print("\nAnswer sizes (bytes of the tool result as JSON):")
     print("\n| tool call | result | model-visible text |")

@@ -299,20 +299,26 @@ def test_the_official_appbridge_hosts_the_view(
 # -- the view and the browser overlay on `mkdocs serve`, live ---------------------------------
 
 
-@pytest.fixture
-def served(material_build: Path, tmp_path: Path) -> Iterator[DevServer]:
-    """The Material fixture with the plugin under a real `mkdocs serve` at its `dev_addr`."""
-    folder = tmp_path / "served"
-    shutil.copytree(SITES / "material", folder)
+def serve_at_dev_addr(folder: Path) -> DevServer:
+    """A real `mkdocs serve` of `folder` with the plugin, at the `dev_addr` its config now names
+    (where `open_review` looks for a review server)."""
     port = free_port()
     set_dev_addr(folder, port, plugin=True)
     import tests.test_plugin_serve as plugin_serve
 
     chosen, plugin_serve.free_port = plugin_serve.free_port, lambda: port  # type: ignore[assignment]
     try:
-        server = DevServer(folder)
+        return DevServer(folder)
     finally:
         plugin_serve.free_port = chosen  # type: ignore[assignment]
+
+
+@pytest.fixture
+def served(material_build: Path, tmp_path: Path) -> Iterator[DevServer]:
+    """The Material fixture with the plugin under a real `mkdocs serve` at its `dev_addr`."""
+    folder = tmp_path / "served"
+    shutil.copytree(SITES / "material", folder)
+    server = serve_at_dev_addr(folder)
     yield server
     server.stop()
 
