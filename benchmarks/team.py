@@ -3,6 +3,7 @@ reviewers and 5 agents on loopback, against the same load on one instance on an 
 the PostgreSQL run again with one instance killed mid-run.
 
     .venv/bin/python benchmarks/team.py [--seconds 60] [--reviewers 50] [--agents 5] [--think 1.0]
+                                        [--no-fsync]
 
 A temp project gets Markdown pages and a built site of them. Each run starts from an empty store
 (a fresh PostgreSQL schema, a fresh SQLite file) holding one personal token per simulated person
@@ -27,9 +28,10 @@ counted apart, with how many of those the database holds anyway. A request refus
 (nothing sent) is sent again to the other instance, its time counted from the first try.
 
 The tables give p50 and p99 per action in ms with the ratio to the SQLite run, then the writes,
-requests per second, and the CPU the client (this process) and the servers used, in % of one core.
-PostgreSQL runs with fsync on (a commit waits for its WAL to reach the disk); the SQLite file
-runs as the store opens it (WAL, synchronous=NORMAL).
+requests per second, and the CPU the client (this process) and the servers used, in % of one core
+(PostgreSQL's own processes not counted, nor the killed instance). PostgreSQL runs with fsync on
+(a commit waits for its WAL to reach the disk; `--no-fsync` turns it off, to see what the disk
+costs); the SQLite file runs as the store opens it (WAL, synchronous=NORMAL).
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ REVIEWER_ACTIONS = ("create", "list", "reply", "feed")
 AGENT_ACTIONS = ("agent list", "anchor", "address", "agent reply")
 WRITES = ("create", "reply", "address", "agent reply")
 TIMEOUT_S = 30.0
+# uvicorn closes a connection idle for 5 s: a request sent on it just then would get no answer.
+LIMITS = httpx.Limits(max_connections=None, keepalive_expiry=3.0)
 
 
 @dataclass
@@ -239,10 +243,9 @@ class Client:
 class Team:
     """What the simulated people share: the pages and the notes acknowledged so far."""
 
-    def __init__(self, pages: list[Page], seed: int) -> None:
+    def __init__(self, pages: list[Page]) -> None:
         self.pages = pages
         self.notes: list[str] = []
-        self.rng = random.Random(seed)
 
 
 async def _reviewer(client: Client, team: Team, n: int, end: float, think: float) -> None:
@@ -329,7 +332,7 @@ def run_load(
     """The people against `bases` (person i starts on instance i mod len(bases)) for `seconds`;
     `kill` is called `kill_at` seconds in (the clients of that instance then fail over)."""
     load = Load()
-    team = Team(pages, SEED)
+    team = Team(pages)
 
     async def main() -> None:
         # One connection pool per instance, shared by the people on it (a client each would cost
@@ -500,6 +503,9 @@ def main() -> None:
     parser.add_argument("--reviewers", type=int, default=50)
     parser.add_argument("--agents", type=int, default=5)
     parser.add_argument("--think", type=float, default=1.0, help="mean seconds between actions")
+    parser.add_argument(
+        "--no-fsync", action="store_true", help="PostgreSQL without fsync (where the time goes)"
+    )
     args = parser.parse_args()
 
     from tests.pgcluster import PgCluster
@@ -507,10 +513,10 @@ def main() -> None:
     print(describe())
     print(
         f"{args.reviewers} reviewers + {args.agents} agents, {args.seconds:g} s per run, "
-        f"think 0-{2 * args.think:g} s, {PAGES} pages"
+        f"think 0-{2 * args.think:g} s, {PAGES} pages, PostgreSQL fsync {'off' if args.no_fsync else 'on'}"
     )
     folder = Path(tempfile.mkdtemp(prefix="annotate-team-bench-"))
-    cluster = PgCluster(durable=True)
+    cluster = PgCluster(durable=not args.no_fsync)
     runs = []
     try:
         for name, backend, instances, kill in (
