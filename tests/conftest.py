@@ -1,14 +1,6 @@
 from __future__ import annotations
 
-import contextlib
-import glob
-import os
-import secrets
-import shutil
 import signal
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +8,8 @@ from typing import Any
 import pytest
 
 import annotate
+
+from .pgcluster import PgCluster
 
 _skipped: list[str] = []
 
@@ -53,72 +47,6 @@ def write_project(root: Path, install_md: str) -> Path:
 
 
 # -- PostgreSQL: one throwaway cluster per session, a fresh schema per test --------------------
-
-
-def _pg_bindir() -> Path:
-    found = shutil.which("pg_config")
-    if found:
-        out = subprocess.run([found, "--bindir"], capture_output=True, text=True, check=False)
-        bindir = Path(out.stdout.strip())
-        if (bindir / "initdb").exists():
-            return bindir
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not candidates:
-        raise RuntimeError(
-            "PostgreSQL is not installed (no initdb): scripts/test installs Debian's postgresql"
-        )
-    return Path(candidates[-1]).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class PgCluster:
-    """A PostgreSQL server in a temporary folder on a free loopback port (trust auth, no fsync)."""
-
-    def __init__(self) -> None:
-        bindir = _pg_bindir()
-        root = os.geteuid() == 0
-        # initdb refuses root: run the server as `postgres`, in a folder it owns under /tmp.
-        self.as_user = ["runuser", "-u", "postgres", "--"] if root else []
-        self.user = "postgres" if root else os.environ.get("USER", "postgres")
-        self.folder = Path(tempfile.mkdtemp(prefix="annotate-pg-", dir="/tmp"))
-        if root:
-            shutil.chown(self.folder, "postgres", "postgres")
-        self.folder.chmod(0o700)
-        self.data = self.folder / "data"
-        self.port = _free_port()
-        self.pg_ctl = str(bindir / "pg_ctl")
-        self._run([str(bindir / "initdb"), "-A", "trust", "--no-sync", "-U", self.user, "-D",
-                   str(self.data)])  # fmt: skip
-        options = (
-            f"-c fsync=off -c max_connections=300 -p {self.port} -k {self.folder} -h 127.0.0.1"
-        )
-        self._run([self.pg_ctl, "-w", "-D", str(self.data), "-l", str(self.folder / "log"),
-                   "-o", options, "start"])  # fmt: skip
-        self.url = f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
-
-    def _run(self, args: list[str]) -> None:
-        done = subprocess.run([*self.as_user, *args], capture_output=True, text=True, check=False)
-        if done.returncode:
-            raise RuntimeError(f"{' '.join(args)} failed: {done.stdout}{done.stderr}")
-
-    def new_schema(self) -> str:
-        """A URL whose tables land in a new, empty schema (tests stay independent)."""
-        import psycopg
-
-        name = f"t_{secrets.token_hex(6)}"
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {name}")
-        return f"{self.url}?options=-csearch_path%3D{name}"
-
-    def stop(self) -> None:
-        with contextlib.suppress(RuntimeError):
-            self._run([self.pg_ctl, "-D", str(self.data), "-m", "immediate", "stop"])
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

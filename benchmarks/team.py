@@ -1,0 +1,542 @@
+"""A team on one review server (issue #20): two `annotate serve` instances on one PostgreSQL, 50
+reviewers and 5 agents on loopback, against the same load on one instance on an SQLite file, and
+the PostgreSQL run again with one instance killed mid-run.
+
+    .venv/bin/python benchmarks/team.py [--seconds 60] [--reviewers 50] [--agents 5] [--think 1.0]
+                                        [--no-fsync]
+
+A temp project gets Markdown pages and a built site of them. Each run starts from an empty store
+(a fresh PostgreSQL schema, a fresh SQLite file) holding one personal token per simulated person
+(`Store.add_token`, what `annotate token add` calls), and `annotate serve SITE --team` subprocesses
+(uvicorn on free loopback ports) answer them: team mode, so every request is a person's bearer
+token and every write records its author, as on a real team server.
+
+Every simulated person is one asyncio task on keep-alive connections (httpx) to one instance,
+acting, then thinking a random 0 to 2 x `--think` seconds:
+
+- a reviewer creates a text note on a page, lists a page's notes, replies to a note someone made,
+  and reads the change feed (`changes?since=CURSOR&timeout=0`);
+- an agent lists a page's open notes, anchors the page (`POST /anchor` with the page's text, what
+  the overlay and `get_context` do), addresses a note with a message and replies to one.
+
+Runs: `postgresql` (two instances, the clients split between them), `sqlite` (one instance, the
+baseline), `postgresql, one killed` (instance A gets SIGKILL halfway; its clients fail over to B).
+Each write carries a unique text. A write is acknowledged when it got a 2xx answer; afterwards the
+database is read through the library and every acknowledged write must be in it (`lost` counts the
+missing ones). A write sent but never answered (the killed instance) is not acknowledged: it is
+counted apart, with how many of those the database holds anyway. A request refused at connect
+(nothing sent) is sent again to the other instance, its time counted from the first try.
+
+The tables give p50 and p99 per action in ms with the ratio to the SQLite run, then the writes,
+requests per second, and the CPU the client (this process) and the servers used, in % of one core
+(PostgreSQL's own processes not counted, nor the killed instance). PostgreSQL runs with fsync on
+(a commit waits for its WAL to reach the disk; `--no-fsync` turns it off, to see what the disk
+costs); the SQLite file runs as the store opens it (WAL, synchronous=NORMAL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+while str(HERE) in sys.path:
+    sys.path.remove(str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tests.pgcluster
+
+import httpx  # noqa: E402
+
+import annotate  # noqa: E402
+
+sys.path.append(str(HERE))
+
+from _common import p, selection, sentence  # noqa: E402
+from _machine import describe  # noqa: E402
+
+__all__ = ["Instance", "Load", "add_tokens", "make_project", "run_load", "start", "verify"]
+
+SEED = 20
+PAGES = 10
+SENTENCES = 30
+API = "/__annotate/api"
+REVIEWER_ACTIONS = ("create", "list", "reply", "feed")
+AGENT_ACTIONS = ("agent list", "anchor", "address", "agent reply")
+WRITES = ("create", "reply", "address", "agent reply")
+TIMEOUT_S = 30.0
+# uvicorn closes a connection idle for 5 s: a request sent on it just then would get no answer.
+LIMITS = httpx.Limits(max_connections=None, keepalive_expiry=3.0)
+
+
+@dataclass
+class Page:
+    url: str
+    text: str  # the page's text as the overlay reads it: title, then one line per paragraph
+
+
+def make_project(root: Path, pages: int = PAGES, seed: int = SEED) -> list[Page]:
+    """`mkdocs.yml`, `docs/pN.md` and the built `site/pN/index.html`, the same sentences in each."""
+    rng = random.Random(seed)
+    (root / "docs").mkdir(parents=True)
+    (root / "mkdocs.yml").write_text("site_name: team bench\n")
+    out = []
+    for i in range(pages):
+        title = f"Page {i}"
+        lines = [sentence(rng) for _ in range(SENTENCES)]
+        (root / "docs" / f"p{i}.md").write_text(f"# {title}\n\n" + "\n\n".join(lines) + "\n")
+        html = "".join(f"<p>{line}</p>" for line in lines)
+        (root / "site" / f"p{i}").mkdir(parents=True)
+        (root / "site" / f"p{i}" / "index.html").write_text(
+            f"<html><body><h1>{title}</h1>{html}</body></html>"
+        )
+        out.append(Page(f"/p{i}/", "\n".join([title, *lines])))
+    return out
+
+
+class Instance:
+    """`annotate serve SITE --team` on a free loopback port, in a subprocess."""
+
+    def __init__(self, project: Path, db: str | None = None) -> None:
+        args = [sys.executable, "-m", "annotate.cli", "serve", str(project / "site"), "--team"]
+        args += ["--port", "0", "--project", str(project), *(["--db", db] if db else [])]
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        first: list[str] = []
+        reader = threading.Thread(target=lambda: first.append(self.proc.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(60)
+        match = re.search(r"http://([\d.]+):(\d+)/", first[0] if first else "")
+        if match is None:
+            self.kill()
+            raise RuntimeError(f"annotate serve did not start: {first}")
+        self.base = f"http://{match[1]}:{match[2]}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far (Linux /proc; 0 elsewhere)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, in-flight requests get no answer."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+def start(project: Path, db: str | None, count: int) -> list[Instance]:
+    """`count` instances, started side by side (each takes a second or more to import and bind)."""
+    out: list[Instance | BaseException] = [RuntimeError("not started")] * count
+
+    def one(i: int) -> None:
+        try:
+            out[i] = Instance(project, db)
+        except BaseException as e:  # re-raised below, once the others are stopped
+            out[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    started = [x for x in out if isinstance(x, Instance)]
+    if len(started) < count:
+        for x in started:
+            x.stop()
+        raise next(x for x in out if isinstance(x, BaseException))
+    return started
+
+
+@dataclass
+class Load:
+    """What a run measured: times per action, writes acknowledged and unanswered (by text)."""
+
+    times: dict[str, list[float]] = field(default_factory=dict)
+    acked: dict[str, set[str]] = field(default_factory=lambda: {w: set() for w in WRITES})
+    unanswered: dict[str, set[str]] = field(default_factory=lambda: {w: set() for w in WRITES})
+    errors: Counter[str] = field(default_factory=Counter)
+    failovers: int = 0
+    seconds: float = 0.0
+    client_cpu: float = 0.0
+
+    @property
+    def requests(self) -> int:
+        return sum(len(t) for t in self.times.values())
+
+
+class Client:
+    """One person: their token, on their instance and, once that one is gone, on the next."""
+
+    def __init__(self, https: list[httpx.AsyncClient], first: int, token: str, load: Load) -> None:
+        self.https = https
+        self.at = first
+        self.load = load
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def _fail_over(self) -> None:
+        self.at = (self.at + 1) % len(self.https)
+        self.load.failovers += 1
+
+    async def call(
+        self, action: str, method: str, path: str, body: Any = None, key: str = ""
+    ) -> Any:
+        """The answer's JSON on a 2xx (the write `key` acknowledged), else None."""
+        start = time.perf_counter()
+        for _ in range(len(self.https)):
+            try:
+                r = await self.https[self.at].request(
+                    method, API + path, json=body, headers=self.headers
+                )
+                break
+            except httpx.ConnectError:
+                self._fail_over()  # nothing was sent: send it to the next instance
+            except httpx.TransportError:
+                # Sent, never answered (the instance died with it): not acknowledged.
+                if key:
+                    self.load.unanswered[action].add(key)
+                self.load.errors[f"{action}: no answer"] += 1
+                self._fail_over()
+                return None
+        else:
+            self.load.errors[f"{action}: no instance"] += 1
+            return None
+        self.load.times.setdefault(action, []).append(time.perf_counter() - start)
+        if not 200 <= r.status_code < 300:
+            self.load.errors[f"{action}: {r.status_code}"] += 1
+            return None
+        if key:
+            self.load.acked[action].add(key)
+        return r.json() if r.content else {}
+
+
+class Team:
+    """What the simulated people share: the pages and the notes acknowledged so far."""
+
+    def __init__(self, pages: list[Page]) -> None:
+        self.pages = pages
+        self.notes: list[str] = []
+
+
+async def _reviewer(client: Client, team: Team, n: int, end: float, think: float) -> None:
+    rng = random.Random(SEED * 1000 + n)
+    cursor: int | None = None
+    count = 0
+    while time.monotonic() < end:
+        count += 1
+        page = rng.choice(team.pages)
+        action = rng.choice(REVIEWER_ACTIONS)
+        if action == "reply" and not team.notes:
+            action = "create"
+        if action == "create":
+            lines = page.text.split("\n")
+            line = rng.randrange(1, len(lines))
+            start = sum(len(x) + 1 for x in lines[:line])
+            end_at = start + min(len(lines[line]), rng.randint(12, 40))
+            key = f"r{n}-{count}"
+            body = {"pageUrl": page.url, "pageTitle": lines[0], "note": f"{key} needs a look"}
+            created = await client.call(
+                "create", "POST", "/annotations",
+                {**body, "type": "text", **selection(page.text, start, end_at)}, key,
+            )  # fmt: skip
+            if created is not None:
+                team.notes.append(created["id"])
+        elif action == "list":
+            await client.call("list", "GET", f"/annotations?page={page.url}")
+        elif action == "reply":
+            key = f"r{n}-{count}"
+            note = rng.choice(team.notes)
+            await client.call(
+                "reply", "POST", f"/annotations/{note}/replies", {"message": key}, key
+            )
+        else:
+            query = "" if cursor is None else f"?since={cursor}&timeout=0"
+            got = await client.call("feed", "GET", f"/changes{query}")
+            if got is not None:
+                cursor = got["cursor"]
+        await asyncio.sleep(rng.uniform(0, 2 * think))
+
+
+async def _agent(client: Client, team: Team, n: int, end: float, think: float) -> None:
+    rng = random.Random(SEED * 2000 + n)
+    open_notes: list[str] = []
+    count = 0
+    while time.monotonic() < end:
+        count += 1
+        page = rng.choice(team.pages)
+        action = rng.choice(AGENT_ACTIONS)
+        if action in ("address", "agent reply") and not open_notes:
+            action = "agent list"
+        key = f"a{n}-{count}"
+        if action == "agent list":
+            got = await client.call(
+                "agent list", "GET", f"/annotations?page={page.url}&status=open"
+            )
+            if got is not None:
+                open_notes = [a["id"] for a in got["annotations"]]
+        elif action == "anchor":
+            await client.call("anchor", "POST", "/anchor", {"pageUrl": page.url, "text": page.text})
+        elif action == "address":
+            note = open_notes.pop(rng.randrange(len(open_notes)))
+            body = {"action": "address", "message": key}
+            await client.call("address", "POST", f"/annotations/{note}/status", body, key)
+        else:
+            note = rng.choice(open_notes)
+            await client.call(
+                "agent reply", "POST", f"/annotations/{note}/replies", {"message": key}, key
+            )
+        await asyncio.sleep(rng.uniform(0, 2 * think))
+
+
+def run_load(
+    bases: list[str],
+    pages: list[Page],
+    reviewer_tokens: list[str],
+    agent_tokens: list[str],
+    *,
+    seconds: float,
+    think: float,
+    kill_at: float | None = None,
+    kill: Callable[[], None] | None = None,
+) -> Load:
+    """The people against `bases` (person i starts on instance i mod len(bases)) for `seconds`;
+    `kill` is called `kill_at` seconds in (the clients of that instance then fail over)."""
+    load = Load()
+    team = Team(pages)
+
+    async def main() -> None:
+        # One connection pool per instance, shared by the people on it (a client each would cost
+        # an SSL context each, unused on loopback http).
+        https = [
+            httpx.AsyncClient(
+                base_url=b, timeout=TIMEOUT_S, limits=httpx.Limits(max_connections=None)
+            )
+            for b in bases
+        ]
+        clients = [
+            Client(https, i % len(bases), token, load)
+            for i, token in enumerate([*reviewer_tokens, *agent_tokens])
+        ]
+        end = time.monotonic() + seconds
+        people = [
+            _reviewer(c, team, i, end, think) for i, c in enumerate(clients[: len(reviewer_tokens)])
+        ]
+        people += [
+            _agent(c, team, i, end, think) for i, c in enumerate(clients[len(reviewer_tokens) :])
+        ]
+
+        async def killer() -> None:
+            if kill is not None and kill_at is not None:
+                await asyncio.sleep(kill_at)
+                await asyncio.to_thread(kill)
+
+        await asyncio.gather(*people, killer())
+        for http in https:
+            await http.aclose()
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(main())
+    load.seconds = time.perf_counter() - wall
+    load.client_cpu = time.process_time() - cpu
+    return load
+
+
+@dataclass
+class Check:
+    """Acknowledged writes found in the database, and the unanswered ones found anyway."""
+
+    acked: int
+    lost: list[str]
+    unanswered: int
+    unanswered_found: int
+
+
+def verify(project: Path, db: str | None, load: Load) -> Check:
+    """Read the whole store through the library and look for every write's unique text."""
+    store = annotate.open(project, db=db)
+    try:
+        notes = store.list_annotations(status="all")
+        texts = {str(a.to_dict()["note"]).split(" ", 1)[0] for a in notes}
+        messages = {str(r["message"]) for a in notes for r in a.to_dict()["replies"]}
+    finally:
+        store.close()
+    found = {"create": texts, "reply": messages, "address": messages, "agent reply": messages}
+    lost = sorted(k for w in WRITES for k in load.acked[w] - found[w])
+    gone = sum(len(load.unanswered[w]) for w in WRITES)
+    anyway = sum(len(load.unanswered[w] & found[w]) for w in WRITES)
+    return Check(sum(len(v) for v in load.acked.values()), lost, gone, anyway)
+
+
+def add_tokens(
+    project: Path, db: str | None, reviewers: int, agents: int
+) -> tuple[list[str], list[str]]:
+    """One personal token per person (what `annotate token add NAME --role R` makes)."""
+    store = annotate.open(project, db=db)
+    try:
+        r = [store.add_token(f"reviewer{i}@example.com", "reviewer") for i in range(reviewers)]
+        a = [store.add_token(f"agent{i}", "agent") for i in range(agents)]
+    finally:
+        store.close()
+    return r, a
+
+
+def _new_schema(url: str) -> str:
+    import psycopg
+
+    name = f"bench_{random.randrange(16**8):08x}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    return f"{url}?options=-csearch_path%3D{name}"
+
+
+@dataclass
+class Run:
+    name: str
+    load: Load
+    check: Check
+    server_cpu: float
+
+
+def one_run(
+    name: str,
+    project: Path,
+    pages: list[Page],
+    db: str | None,
+    instances: int,
+    args: argparse.Namespace,
+    kill: bool = False,
+) -> Run:
+    reviewer_tokens, agent_tokens = add_tokens(project, db, args.reviewers, args.agents)
+    servers = start(project, db, instances)
+    try:
+        load = run_load(
+            [s.base for s in servers],
+            pages,
+            reviewer_tokens,
+            agent_tokens,
+            seconds=args.seconds,
+            think=args.think,
+            kill_at=args.seconds / 2 if kill else None,
+            kill=servers[0].kill if kill else None,
+        )
+        cpu = sum(s.cpu_seconds() for s in servers if s.proc.poll() is None)
+    finally:
+        for s in servers:
+            s.stop()
+    return Run(name, load, verify(project, db, load), cpu)
+
+
+def _ms(values: list[float], q: float) -> str:
+    return f"{p(values, q) * 1000:.1f}" if values else "–"
+
+
+def report(runs: list[Run]) -> None:
+    base = next(r for r in runs if r.name == "sqlite")
+    actions = [*REVIEWER_ACTIONS, *AGENT_ACTIONS]
+    for r in runs:
+        if r is base:
+            continue
+        print(f"\n### {r.name} vs sqlite (ms)\n")
+        print("| action | n | p50 | p99 | sqlite p50 | sqlite p99 | p50 ratio | p99 ratio |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for a in actions:
+            mine, theirs = r.load.times.get(a, []), base.load.times.get(a, [])
+            ratios = (
+                [f"{p(mine, q) / p(theirs, q):.2f}" for q in (50, 99)]
+                if mine and theirs
+                else ["–", "–"]
+            )
+            print(
+                f"| {a} | {len(mine)} | {_ms(mine, 50)} | {_ms(mine, 99)} | {_ms(theirs, 50)} "
+                f"| {_ms(theirs, 99)} | {ratios[0]} | {ratios[1]} |"
+            )
+    print("\n### Writes and CPU\n")
+    print(
+        "| run | requests/s | writes acknowledged | found | lost | unanswered (found) "
+        "| failovers | errors | client CPU | servers CPU |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    for r in runs:
+        c, load = r.check, r.load
+        errors = ", ".join(f"{k} x{v}" for k, v in sorted(load.errors.items())) or "none"
+        print(
+            f"| {r.name} | {load.requests / load.seconds:.0f} | {c.acked} | {c.acked - len(c.lost)} "
+            f"| {len(c.lost)} | {c.unanswered} ({c.unanswered_found}) | {load.failovers} "
+            f"| {errors} | {100 * load.client_cpu / load.seconds:.0f} % "
+            f"| {100 * r.server_cpu / load.seconds:.0f} % |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="each run's length")
+    parser.add_argument("--reviewers", type=int, default=50)
+    parser.add_argument("--agents", type=int, default=5)
+    parser.add_argument("--think", type=float, default=1.0, help="mean seconds between actions")
+    parser.add_argument(
+        "--no-fsync", action="store_true", help="PostgreSQL without fsync (where the time goes)"
+    )
+    args = parser.parse_args()
+
+    from tests.pgcluster import PgCluster
+
+    print(describe())
+    print(
+        f"{args.reviewers} reviewers + {args.agents} agents, {args.seconds:g} s per run, "
+        f"think 0-{2 * args.think:g} s, {PAGES} pages, PostgreSQL fsync {'off' if args.no_fsync else 'on'}"
+    )
+    folder = Path(tempfile.mkdtemp(prefix="annotate-team-bench-"))
+    cluster = PgCluster(durable=not args.no_fsync)
+    runs = []
+    try:
+        for name, backend, instances, kill in (
+            ("postgresql", "pg", 2, False),
+            ("sqlite", "sqlite", 1, False),
+            ("postgresql, one killed", "pg", 2, True),
+        ):
+            project = folder / re.sub(r"\W+", "-", name)
+            pages = make_project(project)
+            db = _new_schema(cluster.url) if backend == "pg" else None
+            print(f"running {name}…", file=sys.stderr)
+            runs.append(one_run(name, project, pages, db, instances, args, kill))
+    finally:
+        cluster.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    report(runs)
+    lost = sum(len(r.check.lost) for r in runs)
+    if lost:
+        raise SystemExit(f"{lost} acknowledged writes lost")
+
+
+if __name__ == "__main__":
+    main()
