@@ -48,6 +48,7 @@ from .agents import (
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
+from .identity import Person
 from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
 
@@ -174,6 +175,16 @@ def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
     return {"review": review.brief(), "instructions": mode_instructions(review.mode)}
 
 
+def _person(ctx: Context) -> Person | None:
+    """Who calls, in team mode: the person whose bearer token annotate/mcp_http.py verified (it
+    puts them on the request's state), so the store records them as author and applies their
+    role's checks. None over stdio and for single-user mode's project token (its owner is no
+    `Person`): nothing is recorded or checked, as before."""
+    request = ctx.request_context.request
+    found = getattr(getattr(request, "state", None), "person", None)
+    return found if isinstance(found, Person) else None
+
+
 def build_server(
     project: str | Path | None = None,
     db: str | Path | None = None,
@@ -298,6 +309,7 @@ def build_server(
         "(reopen first).",
     )
     def address_annotation(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to mark as addressed")],
         replacedText: Annotated[
             str | None,
@@ -323,7 +335,10 @@ def build_server(
     ) -> CallToolResult:
         return call(
             lambda s: _item(
-                s.address_annotation(id, replacedText, message=message, deleted=deleted), s
+                s.address_annotation(
+                    id, replacedText, message=message, deleted=deleted, by=_person(ctx)
+                ),
+                s,
             )
         )
 
@@ -336,9 +351,10 @@ def build_server(
         "refuses (reopen first).",
     )
     def set_in_progress(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.set_in_progress(id), s))
+        return call(lambda s: _item(s.set_in_progress(id, by=_person(ctx)), s))
 
     @tool(
         "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
@@ -348,10 +364,11 @@ def build_server(
         '`Annotation with ID "..." not found`, `Reply message must not be empty`.',
     )
     def add_agent_reply(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to reply to")],
         message: Annotated[str, Field(description="The reply: what was done, or your answer")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.add_agent_reply(id, message), s))
+        return call(lambda s: _item(s.add_agent_reply(id, message, by=_person(ctx)), s))
 
     @tool(
         "Record the text that now stands where the annotated text was, after you edited the "
@@ -364,6 +381,7 @@ def build_server(
         "refuses (reopen first).",
     )
     def update_annotation_target(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to update")],
         replacedText: Annotated[
             str,
@@ -373,7 +391,9 @@ def build_server(
             ),
         ],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.update_annotation_target(id, replacedText), s))
+        return call(
+            lambda s: _item(s.update_annotation_target(id, replacedText, by=_person(ctx)), s)
+        )
 
     @tool(
         "The note with the current Markdown around it, as plain text: what its intent asks, its "
