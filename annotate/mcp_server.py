@@ -48,7 +48,7 @@ from .agents import (
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
-from .identity import Person
+from .mcp_http import person as _person
 from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
 
@@ -173,16 +173,6 @@ def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
     if review is None:
         return {"review": None, "instructions": no_review(timeout_s)}
     return {"review": review.brief(), "instructions": mode_instructions(review.mode)}
-
-
-def _person(ctx: Context) -> Person | None:
-    """Who calls, in team mode: the person whose bearer token annotate/mcp_http.py verified (it
-    puts them on the request's state), so the store records them as author and applies their
-    role's checks. None over stdio and for single-user mode's project token (its owner is no
-    `Person`): nothing is recorded or checked, as before."""
-    request = ctx.request_context.request
-    found = getattr(getattr(request, "state", None), "person", None)
-    return found if isinstance(found, Person) else None
 
 
 def build_server(

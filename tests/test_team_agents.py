@@ -18,6 +18,11 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
+from mcp.client import advertise
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 import annotate
 
@@ -31,6 +36,8 @@ _ = anyio.open_process  # see tests/test_mcp_http.py
 BACKENDS = ("sqlite", "postgresql")
 MCP = "/__annotate/mcp"
 API = "/__annotate/api"
+# A client that renders MCP Apps: the chat view's tools answer only those (docs/chat.md).
+APPS = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
 
 
 @pytest.fixture
@@ -191,3 +198,29 @@ async def test_annotate_mcp_remote_with_an_agent_token(team: Team, tmp_path: Pat
     )
     stored = team.store.get_annotation(team.note).replies[-1]
     assert (stored.author, stored.message) == ("ci-agent", "From my checkout.")
+
+
+async def test_the_chat_views_rest_calls_are_the_agents(team: Team) -> None:
+    """The review view's `chat_api` runs REST routes in this process: on a team server, in the
+    caller's name, so an agent cannot accept through it either."""
+    headers = {"Authorization": f"Bearer {team.tokens['ci-agent']}"}
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(f"{team.url}__annotate/mcp", http_client=http)
+        async with Client(transport, read_timeout_seconds=30, extensions=APPS) as client:
+
+            async def rest(path: str, body: Any) -> Any:
+                args = {"method": "POST", "path": path, "body": body}
+                result = await client.call_tool("chat_api", args)
+                assert not result.is_error, _text(result)
+                return result.structured_content
+
+            before = team.changes()
+            refused = await rest(f"annotations/{team.note}/status", {"action": "accept"})
+            assert refused["status"] == 403
+            assert refused["body"]["code"] == "forbidden"
+            assert team.store.get_annotation(team.note).status == "open"
+            assert team.changes() == before
+            replied = await rest(f"annotations/{team.note}/replies", {"message": "Seen."})
+    assert replied["status"] == 201, replied
+    reply = replied["body"]["replies"][-1]
+    assert (reply["role"], reply["author"]) == ("agent", "ci-agent")
