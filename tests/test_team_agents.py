@@ -224,3 +224,32 @@ async def test_the_chat_views_rest_calls_are_the_agents(team: Team) -> None:
     assert replied["status"] == 201, replied
     reply = replied["body"]["replies"][-1]
     assert (reply["role"], reply["author"]) == ("agent", "ci-agent")
+
+
+async def test_behind_the_sso_proxy_the_mcp_endpoint_takes_the_bearer_only(tmp_path: Path) -> None:
+    """The recipe in docs/team.md lets `/__annotate/mcp` skip oauth2-proxy's sign-in: there the
+    identity header (even from the trusted proxy) is not enough, and the bearer token's person,
+    not the header's, is who calls."""
+    project, site = _project(tmp_path)
+    made = json.loads(cli(project, None, "token", "add", "ci-agent", "--role", "agent", "--json"))
+    with annotate.open(project) as store:
+        note = store.add_annotation(text_note()).id
+    server = _serve(project, site, "--identity-header", "X-Forwarded-Email",
+                    "--maintainer", "lead@example.com")  # fmt: skip
+    try:
+        lead = {"X-Forwarded-Email": "lead@example.com"}
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        status, _, answer = await anyio.to_thread.run_sync(
+            lambda: server.request("POST", MCP, hello, headers=lead)
+        )
+        assert (status, answer["code"]) == (401, "unauthorized")
+        headers = {**lead, "Authorization": f"Bearer {made['token']}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            url = f"http://127.0.0.1:{server.port}{MCP}"
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                result = await client.call_tool("add_agent_reply", {"id": note, "message": "Hi."})
+        reply = json.loads(_text(result))["replies"][-1]
+        assert (reply["role"], reply["author"]) == ("agent", "ci-agent")
+    finally:
+        out = server.stop()
+    assert "Traceback" not in out, out
