@@ -136,6 +136,11 @@ async def test_an_agent_token_lists_replies_and_addresses_in_its_name(team: Team
         "target_updated": "ci-agent",
         "addressed": "ci-agent",
     }
+    # An agent run on a maintainer's token answers as an agent, in the maintainer's name.
+    async with bearer_client(team.url, team.tokens["lead"]) as client:
+        result = await client.call_tool("add_agent_reply", {"id": team.note, "message": "Ok."})
+    reply = json.loads(_text(result))["replies"][-1]
+    assert (reply["role"], reply["author"], reply["message"]) == ("agent", "lead", "Ok.")
 
 
 async def test_reviewer_revoked_and_missing_tokens_are_refused(team: Team) -> None:
