@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message
 
 from . import __version__, chat
 from .errors import AnnotateError
+from .mcp_http import bearer
 from .store import Store
 from .validation import refuse_surrogates
 from .web.app import create_app
@@ -39,6 +40,7 @@ from .web.static import (
     find_overlay_dir,
     minify_css,
 )
+from .web.team import Settings
 
 __all__ = ["POLL_S", "RESOURCE_URI", "TOOLS", "build_apps", "view_html"]
 
@@ -131,19 +133,34 @@ def _view(key: tuple[tuple[Path, int], ...]) -> str:
 
 class Tunnel:
     """The web app of one store, called in this process: the view's REST calls reach the same
-    route handlers (and library calls) as the browser overlay's."""
+    route handlers (and library calls) as the browser overlay's.
+
+    A team server's caller (annotate/mcp_http.py) calls in their own name: their bearer token goes
+    to a team-mode app of the store, whose routes record them and refuse what their role may not
+    do (an agent accepting), as on the team server itself."""
 
     def __init__(self, store: Store) -> None:
+        self.store = store
         self.token = secrets.token_urlsafe(24)
         self.app: ASGIApp = create_app(store, token=self.token, changes_timeout=POLL_S)
+        self._team: ASGIApp | None = None
 
-    async def call(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        """(status, JSON answer or text) of `method /__annotate/api/<path>`."""
+    async def call(
+        self, method: str, path: str, body: Any, bearer: str | None = None
+    ) -> tuple[int, Any]:
+        """(status, JSON answer or text) of `method /__annotate/api/<path>`, as the person whose
+        personal token `bearer` is when given."""
         target, _, query = path.partition("?")
         raw = b"" if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        app = self.app
+        credential = (b"x-annotate-token", self.token.encode())
+        if bearer is not None:
+            if self._team is None:
+                self._team = create_app(self.store, team=Settings(), changes_timeout=POLL_S)
+            app, credential = self._team, (b"authorization", f"Bearer {bearer}".encode())
         headers = [
             (b"host", b"127.0.0.1"),
-            (b"x-annotate-token", self.token.encode()),
+            credential,
             (b"content-length", str(len(raw)).encode()),
         ]
         if body is not None:
@@ -187,7 +204,7 @@ class Tunnel:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        await self.app(scope, receive, send)
+        await app(scope, receive, send)
         text = b"".join(chunks).decode("utf-8", "replace")
         if status == 204 or not text:
             return status, None
@@ -311,7 +328,7 @@ def build_apps(get_store: Callable[[], Store]) -> Apps:
             return _text(VIEW_ONLY.format(tool="chat_api"), error=True)
         try:
             _check_path(path)
-            status, answer = await tunnel().call(method, path, body)
+            status, answer = await tunnel().call(method, path, body, bearer(ctx))
         except (AnnotateError, ValueError) as e:
             return _text(str(e), error=True)
         data: dict[str, Any] = {"status": status, "body": answer}

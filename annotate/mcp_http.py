@@ -23,18 +23,19 @@ import contextlib
 import hmac
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from .identity import Person
 from .web.responses import TOO_LARGE, UNAUTHORIZED, error_response
 from .web.security import BODY_LIMIT, _read_body, _replay
 
-__all__ = ["MCP_PATH", "ROLES", "Caller", "McpHttp", "Verify", "project_token"]
+__all__ = ["MCP_PATH", "ROLES", "Caller", "McpHttp", "Verify", "bearer", "person", "project_token"]
 
 MCP_PATH = "/__annotate/mcp"
 # The roles whose tokens may use the tools: a reviewer works in the browser.
@@ -73,6 +74,23 @@ def project_token(current: Callable[[], str]) -> Verify:
         return owner if hmac.compare_digest(token.encode("latin-1"), expected) else None
 
     return verify
+
+
+def person(ctx: Context[Any]) -> Person | None:
+    """Who calls a tool, in team mode: the person whose bearer token `McpHttp` verified (it puts
+    them on the request's state), so the store records them as author and applies their role's
+    checks (annotate/identity.py). None over stdio and for single-user mode's project token (its
+    owner is no `Person`): nothing is recorded or checked, as before."""
+    found = getattr(getattr(ctx.request_context.request, "state", None), "person", None)
+    return found if isinstance(found, Person) else None
+
+
+def bearer(ctx: Context[Any]) -> str | None:
+    """The bearer token of a team-mode caller (`person`), to pass on in their name; else None."""
+    if person(ctx) is None:
+        return None
+    headers = getattr(ctx.request_context.request, "headers", None)
+    return _bearer(headers) if isinstance(headers, Headers) else None
 
 
 def _bearer(headers: Headers) -> str | None:

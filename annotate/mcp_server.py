@@ -48,6 +48,7 @@ from .agents import (
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
+from .mcp_http import person as _person
 from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
 
@@ -298,6 +299,7 @@ def build_server(
         "(reopen first).",
     )
     def address_annotation(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to mark as addressed")],
         replacedText: Annotated[
             str | None,
@@ -323,7 +325,10 @@ def build_server(
     ) -> CallToolResult:
         return call(
             lambda s: _item(
-                s.address_annotation(id, replacedText, message=message, deleted=deleted), s
+                s.address_annotation(
+                    id, replacedText, message=message, deleted=deleted, by=_person(ctx)
+                ),
+                s,
             )
         )
 
@@ -336,9 +341,10 @@ def build_server(
         "refuses (reopen first).",
     )
     def set_in_progress(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.set_in_progress(id), s))
+        return call(lambda s: _item(s.set_in_progress(id, by=_person(ctx)), s))
 
     @tool(
         "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
@@ -348,10 +354,11 @@ def build_server(
         '`Annotation with ID "..." not found`, `Reply message must not be empty`.',
     )
     def add_agent_reply(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to reply to")],
         message: Annotated[str, Field(description="The reply: what was done, or your answer")],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.add_agent_reply(id, message), s))
+        return call(lambda s: _item(s.add_agent_reply(id, message, by=_person(ctx)), s))
 
     @tool(
         "Record the text that now stands where the annotated text was, after you edited the "
@@ -364,6 +371,7 @@ def build_server(
         "refuses (reopen first).",
     )
     def update_annotation_target(
+        ctx: Context,
         id: Annotated[str, Field(description="The annotation ID to update")],
         replacedText: Annotated[
             str,
@@ -373,7 +381,9 @@ def build_server(
             ),
         ],
     ) -> CallToolResult:
-        return call(lambda s: _item(s.update_annotation_target(id, replacedText), s))
+        return call(
+            lambda s: _item(s.update_annotation_target(id, replacedText, by=_person(ctx)), s)
+        )
 
     @tool(
         "The note with the current Markdown around it, as plain text: what its intent asks, its "

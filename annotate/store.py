@@ -929,9 +929,11 @@ class Store:
         by: Person | None = None,
     ) -> Item:
         """Append a reply to the thread; always allowed, whatever the status. `by`: the person
-        writing it (team mode), whose name and role it takes whatever `author` and `role` say."""
+        writing it (team mode), whose name it takes whatever `author` says, and whose role unless
+        a maintainer (who may answer as an agent: an agent run on a maintainer's token)."""
         if by is not None:
-            role, author = by.reply_role, by.name
+            role = role if by.role == "maintainer" else by.reply_role
+            author = by.name
         if role not in ("reviewer", "agent"):
             raise ValidationError(f"role must be 'reviewer' or 'agent', got {role!r}", "role")
         _reply_text(message)
