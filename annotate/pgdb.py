@@ -400,8 +400,11 @@ class PgDb:
             raw = conn._raw
             try:
                 if write:
-                    raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    # One round trip: without parameters psycopg sends both as one simple query.
+                    raw.execute(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                        f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
+                    )
                 else:
                     raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             except _psycopg().Error as e:

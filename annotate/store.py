@@ -1521,12 +1521,17 @@ class Store:
         if not isinstance(token, str) or not token:
             return None
         digest = hash_token(token)
-        with self._tx(write=False) as conn:
-            row = conn.execute(
+        # One statement, so no transaction around it: team mode asks on every request, and on
+        # PostgreSQL BEGIN and COMMIT would be two more round trips (annotate/pgdb.py `_OneShot`).
+        row = (
+            self._file.connection()
+            .execute(
                 "SELECT name, role, token_hash FROM tokens WHERE token_hash = ? "
                 "AND revoked_at IS NULL",
                 (digest,),
-            ).fetchone()
+            )
+            .fetchone()
+        )
         if row is None or not same_hash(row[2], digest):
             return None
         return Person(row[0], parse_role(row[1]))
