@@ -252,6 +252,11 @@ class Store:
         tx: contextlib.AbstractContextManager[sqlite3.Connection] = self._file.transaction(write)
         return tx
 
+    def keep_open(self) -> None:
+        """A server's store: on PostgreSQL, open the whole connection pool now and keep it open
+        (annotate/pgdb.py); nothing on SQLite."""
+        self._file.keep_open()
+
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` (from another thread) when any server on this PostgreSQL database
         commits a change, to wake a waiting reader; returns the function that unsubscribes.

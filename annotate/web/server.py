@@ -131,6 +131,7 @@ def serve(
         )
     site_config(project)  # a broken config is reported now, not on the first page's note
     store = open_store(project, db=db)
+    store.keep_open()
     if team is not None:
         if exposed(host) and not has_identity_source(team, store):
             store.close()
