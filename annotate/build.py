@@ -128,14 +128,24 @@ class Current:
         self.env = env
         self._lock = threading.Lock()
         self._read_at = -REREAD_S
+        self._read = False
         self._build: Build | None = None
 
     def __call__(self) -> Build | None:
-        with self._lock:
+        if time.monotonic() - self._read_at < REREAD_S:
+            return self._build
+        # One thread runs git; the others go on with what was read last rather than queue behind
+        # it (every note and list of a busy server asks), unless nothing was read yet.
+        if not self._lock.acquire(blocking=not self._read):
+            return self._build
+        try:
             if time.monotonic() - self._read_at >= REREAD_S:
                 self._build = current(self.project, self.env)
                 self._read_at = time.monotonic()
+                self._read = True
             return self._build
+        finally:
+            self._lock.release()
 
 
 BuildSource = Build | Callable[[], Build | None] | None

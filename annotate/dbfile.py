@@ -487,6 +487,9 @@ class DbFile:
         """Nothing to do: other processes on one file see its changes by polling
         (annotate/pgdb.py notifies other servers on PostgreSQL)."""
 
+    def keep_open(self) -> None:
+        """Nothing to open ahead: each thread opens its connection to the file on first use."""
+
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Never calls `callback`: SQLite has no notifications, readers poll the file."""
         return lambda: None

@@ -300,6 +300,7 @@ class PgDb:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._pool: Any = None
+        self._min = 1  # connections kept open (`keep_open`: all of them)
         self._pid = os.getpid()
         self._listeners: list[Callable[[], None]] = []
         self._listening: threading.Thread | None = None
@@ -332,7 +333,7 @@ class PgDb:
                 self._closed.clear()
                 self._pool = _pool_module().ConnectionPool(
                     self.url,
-                    min_size=1,
+                    min_size=self._min,
                     max_size=POOL_MAX,
                     kwargs=self._connect_kwargs(),
                     timeout=self.busy_timeout,
@@ -344,6 +345,15 @@ class PgDb:
                 # A store dropped without close() gives its connections back.
                 weakref.finalize(self, self._pool.close).atexit = False
             return self._pool
+
+    def keep_open(self) -> None:
+        """Open every connection of the pool now and keep them (a server): a burst of requests
+        at its start would otherwise wait while the pool connects one at a time."""
+        self._min = POOL_MAX
+        pool = self._pool_now()
+        pool.resize(POOL_MAX, POOL_MAX)
+        with contextlib.suppress(_pool_module().PoolTimeout):
+            pool.wait(timeout=self.busy_timeout)  # still filling after that: it goes on meanwhile
 
     @contextlib.contextmanager
     def _borrow(self) -> Iterator[Connection]:
@@ -400,8 +410,11 @@ class PgDb:
             raw = conn._raw
             try:
                 if write:
-                    raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    # One round trip: without parameters psycopg sends both as one simple query.
+                    raw.execute(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                        f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
+                    )
                 else:
                     raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             except _psycopg().Error as e:

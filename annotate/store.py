@@ -252,6 +252,11 @@ class Store:
         tx: contextlib.AbstractContextManager[sqlite3.Connection] = self._file.transaction(write)
         return tx
 
+    def keep_open(self) -> None:
+        """A server's store: on PostgreSQL, open the whole connection pool now and keep it open
+        (annotate/pgdb.py); nothing on SQLite."""
+        self._file.keep_open()
+
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` (from another thread) when any server on this PostgreSQL database
         commits a change, to wake a waiting reader; returns the function that unsubscribes.
@@ -1523,12 +1528,17 @@ class Store:
         if not isinstance(token, str) or not token:
             return None
         digest = hash_token(token)
-        with self._tx(write=False) as conn:
-            row = conn.execute(
+        # One statement, so no transaction around it: team mode asks on every request, and on
+        # PostgreSQL BEGIN and COMMIT would be two more round trips (annotate/pgdb.py `_OneShot`).
+        row = (
+            self._file.connection()
+            .execute(
                 "SELECT name, role, token_hash FROM tokens WHERE token_hash = ? "
                 "AND revoked_at IS NULL",
                 (digest,),
-            ).fetchone()
+            )
+            .fetchone()
+        )
         if row is None or not same_hash(row[2], digest):
             return None
         return Person(row[0], parse_role(row[1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import logging
 import socket
 from collections.abc import Callable
@@ -130,6 +131,7 @@ def serve(
         )
     site_config(project)  # a broken config is reported now, not on the first page's note
     store = open_store(project, db=db)
+    store.keep_open()
     if team is not None:
         if exposed(host) and not has_identity_source(team, store):
             store.close()
@@ -170,6 +172,10 @@ def serve(
         )
     if team is not None and not has_identity_source(team, store):
         echo("No one can sign in yet: add a personal token with `annotate token add NAME`.")
+    # What is loaded by now (modules, the app) lives as long as the server: frozen, the
+    # collector's full passes no longer walk it, and every request waits while one runs.
+    gc.collect()
+    gc.freeze()
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
