@@ -249,25 +249,17 @@ _BUILD_OBJECT = _object_sql(("branch", "a.build_branch"), ("commit", "a.build_co
 def _build_field(anchored: bool) -> Field:
     """`build`: `{branch, commit}` or null; an annotation adds `anchoredOn` once it was located
     again on a newer build of its branch (only then: a key that says nothing costs tokens)."""
-    if not anchored:
-        return Field(
-            "build",
-            type="object",
-            nullable=True,
-            ref="Build",
-            decode=_BUILD_DECODE.format(more=""),
-            sql=_BUILD_SQL.format(object=_BUILD_OBJECT),
-        )
+    build = _BUILD_OBJECT
+    if anchored:
+        # json_patch drops a key whose patch value is null (RFC 7396): `anchoredOn` only when set.
+        build = f"json_patch({build}, json_object('anchoredOn', a.anchored_on))"
     return Field(
         "build",
         type="object",
         nullable=True,
         ref="Build",
-        decode=_BUILD_DECODE.format(more=', r["anchored_on"]'),
-        # json_patch drops a key whose patch value is null (RFC 7396): `anchoredOn` only when set.
-        sql=_BUILD_SQL.format(
-            object=f"json_patch({_BUILD_OBJECT}, json_object('anchoredOn', a.anchored_on))"
-        ),
+        decode=_BUILD_DECODE.format(more=', r["anchored_on"]' if anchored else ""),
+        sql=_BUILD_SQL.format(object=build),
     )
 
 
