@@ -270,6 +270,12 @@ def _psycopg() -> Any:
     return psycopg
 
 
+def _rollback(raw: Any) -> None:
+    """Roll back, saying nothing when that fails too: the error worth reporting came first."""
+    with contextlib.suppress(_psycopg().Error):
+        raw.execute("ROLLBACK")
+
+
 def _pool_module() -> Any:
     try:
         import psycopg_pool
@@ -418,15 +424,13 @@ class PgDb:
                 else:
                     raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             except _psycopg().Error as e:
-                with contextlib.suppress(_psycopg().Error):
-                    raw.execute("ROLLBACK")
+                _rollback(raw)
                 raise self._translate(e) from None
             self._local.tx = conn
             try:
                 yield conn
             except BaseException as e:
-                with contextlib.suppress(_psycopg().Error):
-                    raw.execute("ROLLBACK")
+                _rollback(raw)
                 if isinstance(e, _psycopg().Error):
                     raise self._translate(e) from None
                 raise
@@ -434,8 +438,7 @@ class PgDb:
                 try:
                     raw.execute("COMMIT")
                 except _psycopg().Error as e:
-                    with contextlib.suppress(_psycopg().Error):
-                        raw.execute("ROLLBACK")
+                    _rollback(raw)
                     raise self._translate(e) from None
             finally:
                 self._local.tx = None
@@ -490,8 +493,7 @@ class PgDb:
                     )
                 raw.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(_psycopg().Error):
-                    raw.execute("ROLLBACK")
+                _rollback(raw)
                 raise
         except _psycopg().Error as e:
             raise self._translate(e) from None
