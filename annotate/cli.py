@@ -16,7 +16,6 @@ from typing import Any
 import click
 
 from . import agents, importing, inline
-from . import build as builds
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
@@ -51,8 +50,7 @@ class Ctx:
     def store(self) -> store_module.Store:
         """The store of the project found upwards from `--project` or the current folder (or
         `--db`), with the build of its checkout (annotate/build.py), which reconciliation reads."""
-        found = store_module.open(self.project, db=self.db or None)
-        found.build_source = builds.Current(found.project_dir)
+        found = store_module.open(self.project, db=self.db or None, build="auto")
         self._store = found
         return found
 

@@ -32,7 +32,6 @@ from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field
 
 from . import __version__, chatview, export
-from . import build as builds
 from . import context as context_module
 from . import store as store_module
 from .agents import (
@@ -133,10 +132,9 @@ class _Stores:
     def get(self) -> store_module.Store:
         with self._lock:
             if self._store is None:
-                self._store = store_module.open(self.project, db=self.db or None)
                 # The agent's checkout is the build it reads (annotate/build.py): notes made on
                 # an older commit of its branch are located in its Markdown and say so.
-                self._store.build_source = builds.Current(self._store.project_dir)
+                self._store = store_module.open(self.project, db=self.db or None, build="auto")
             return self._store
 
 
