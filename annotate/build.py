@@ -21,7 +21,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ __all__ = [
     "Current",
     "current",
     "from_git",
+    "label",
+    "named",
     "short_commit",
 ]
 
@@ -51,12 +53,32 @@ REREAD_S = 2.0
 SHORT = 12
 MAX_NAME = 200
 _HEX = re.compile(r"[0-9a-fA-F]{7,64}")
+# A note's build as its two columns, `(None, None)` for none.
+Made = tuple[str | None, str | None]
 
 
 def short_commit(commit: str) -> str:
     """A git object name as its first 12 hex digits (lowercase); any other label as it is."""
     commit = commit.strip()
     return commit[:SHORT].lower() if _HEX.fullmatch(commit) else commit
+
+
+def label(branch: str | None, commit: str | None) -> str:
+    """A build in one short word for people and agents: `main@0b105a0c1d2e`, `?` where unknown."""
+    return f"{branch or '?'}@{commit or '?'}"
+
+
+def named(made: Iterable[Made], current: Build | None) -> set[Made]:
+    """Which of the builds `made` (the notes' `(branch, commit)`) a listing of those notes names
+    on each note made on one (the Markdown export, the review page): every build but `current`,
+    the one the reader's process serves; with no current build, every build when the notes come
+    from more than one, else none. A note made on no build (`(None, None)`) names none."""
+    known = set(made)
+    known.discard((None, None))
+    if current is None:
+        return known if len(known) > 1 else set()
+    known.discard((current.branch, current.commit))
+    return known
 
 
 def make(branch: str | None, commit: str | None) -> Build | None:
