@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ValidationError
 from .models import Build
@@ -34,6 +34,7 @@ __all__ = [
     "Build",
     "BuildSource",
     "Current",
+    "Naming",
     "current",
     "from_git",
     "label",
@@ -68,17 +69,32 @@ def label(branch: str | None, commit: str | None) -> str:
     return f"{branch or '?'}@{commit or '?'}"
 
 
-def named(made: Iterable[Made], current: Build | None) -> set[Made]:
-    """Which of the builds `made` (the notes' `(branch, commit)`) a listing of those notes names
-    on each note made on one (the Markdown export, the review page): every build but `current`,
-    the one the reader's process serves; with no current build, every build when the notes come
-    from more than one, else none. A note made on no build (`(None, None)`) names none."""
-    known = set(made)
-    known.discard((None, None))
+class Naming(NamedTuple):
+    """How a listing of notes names the builds they were made on (`named`)."""
+
+    once: Made | None  # the one build every note was made on, named once for them all
+    each: set[Made]  # the builds to name on each note made on one
+
+
+def named(made: Iterable[Made], current: Build | None) -> Naming:
+    """How the Markdown export and the review page name the builds `made` their notes were made
+    on (each note's `(branch, commit)`), read on the build `current`: only where it tells the
+    reader something, for it costs an agent tokens on every note.
+
+    Every build but `current` is named on each note made on it; with no current build, every
+    build when the notes come from more than one, else none. When every note was made on the
+    same build (and it is named), it is named once for them all instead. A note made on no build
+    (`(None, None)`) names none.
+    """
+    every = set(made)
+    known = every - {(None, None)}
     if current is None:
-        return known if len(known) > 1 else set()
-    known.discard((current.branch, current.commit))
-    return known
+        each = known if len(known) > 1 else set()
+    else:
+        each = known - {(current.branch, current.commit)}
+    if len(every) == 1 and each:
+        return Naming(next(iter(every)), set())
+    return Naming(None, each)
 
 
 def make(branch: str | None, commit: str | None) -> Build | None:

@@ -155,11 +155,14 @@ def _markdown(
             page[0] = a[_A_TITLE]
         page[2].append(a)
         made.add((a[_A_BRANCH], a[_A_COMMIT]))
-    # Each note names its build only where that tells something (annotate/build.py `named`);
-    # then the current one is named once, so a note without a build line reads as made on it.
-    shown = builds.named(made, current)
-    if shown and current is not None:
-        served = _code(builds.label(current.branch, current.commit))
+    # Builds are named only where that tells something (annotate/build.py `named`); then the
+    # current one is named once, so a note without a build line reads as made on it.
+    once, shown = builds.named(made, current)
+    served = "" if current is None else _code(builds.label(current.branch, current.commit))
+    if once is not None:
+        made_on = _code(builds.label(*once))
+        lines.append(f"Build: every note was made on {made_on}; the current build is {served}.")
+    elif shown and current is not None:
         lines.append(f"Current build: {served}; a note made on another build names it.")
     lines.append("")
     if not pages:

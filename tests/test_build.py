@@ -556,7 +556,8 @@ async def test_the_mcp_summary_counts_one_branch(branches: tuple[Path, dict[str,
 
 
 def _build_lines(markdown: str) -> list[str]:
-    return [line.strip() for line in markdown.splitlines() if "build: `" in line.lower()]
+    lines = (line.strip() for line in markdown.splitlines())
+    return [line for line in lines if line.startswith(("Build: ", "Current build: "))]
 
 
 def test_the_export_names_a_build_only_where_it_tells_something(store: Store) -> None:
@@ -596,12 +597,36 @@ def test_the_export_names_a_build_only_where_it_tells_something(store: Store) ->
     assert _build_lines(export.render(store, "markdown"))[1:] == [f"Build: `feature@{'b' * 12}`"]
 
 
+def test_one_build_for_every_note_is_named_once(store: Store) -> None:
+    """The agent's checkout moved on from the build every note was made on: one line, not one
+    a note."""
+    store.build = Build("main", "a" * 12)
+    for n in range(3):
+        store.add_annotation(text_note(note=f"note {n}"))
+    store.add_page_note({"pageUrl": "/", "note": "page"})
+    store.build = Build("main", "c" * 12)
+    text = export.render(store, "markdown")
+    assert _build_lines(text) == [
+        f"Build: every note was made on `main@{'a' * 12}`; the current build is `main@{'c' * 12}`."
+    ]
+    assert text.splitlines()[2] == _build_lines(text)[0]  # under the date
+
+
 def test_a_build_name_cannot_break_the_export_or_the_review_page(tmp_path: Path) -> None:
     write_project(tmp_path, INSTALL)
     hostile = "x`](http://evil)<script>alert(1)</script>"
     with annotate.open(tmp_path, build={"branch": hostile, "commit": None}) as store:
         store.add_annotation(text_note())
         store.add_page_note({"pageUrl": "/guide/install/", "note": "Too long."})
+        store.build = Build("main", "c" * 12)
+        once = export.render(store, "markdown")  # every note on the hostile build
+        assert f"Build: every note was made on ``{hostile}@?``; the current build is" in once
+        with app_client(store) as c:
+            page = c.get("/__annotate/").text
+        assert "<script>" not in page
+        assert "Every note was made on build <code>x`](http://evil)&lt;script&gt;" in page
+        store.build = None
+        store.add_annotation(text_note(note="made on no build"))
         store.build = Build("main", "c" * 12)
         text = export.render(store, "markdown")
         assert f"\n   Build: ``{hostile}@?``\n" in text  # the annotation's

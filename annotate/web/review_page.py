@@ -232,7 +232,7 @@ def render(
     for a in annotations:
         if _matches(a, filters):
             pages[a.page_url].annotations.append(a)
-    named = builds.named(
+    once, named = builds.named(
         ((i.build.branch, i.build.commit) if i.build else (None, None) for i in items), current
     )
     ordered = sorted(pages.values(), key=lambda p: p.url)
@@ -262,8 +262,13 @@ def render(
         if read_only
         else ""
     )
-    if named and current is not None:
-        served = escape(builds.label(current.branch, current.commit))
+    served = "" if current is None else escape(builds.label(current.branch, current.commit))
+    if once is not None:
+        banner += (
+            f'<p class="muted">Every note was made on build <code>{escape(builds.label(*once))}'
+            f"</code>; serving build <code>{served}</code>.</p>"
+        )
+    elif named and current is not None:
         banner += (
             f'<p class="muted">Serving build <code>{served}</code>; a note made on another '
             "build names it.</p>"
