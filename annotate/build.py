@@ -21,9 +21,9 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ValidationError
 from .models import Build
@@ -34,8 +34,11 @@ __all__ = [
     "Build",
     "BuildSource",
     "Current",
+    "Naming",
     "current",
     "from_git",
+    "label",
+    "named",
     "short_commit",
 ]
 
@@ -51,12 +54,47 @@ REREAD_S = 2.0
 SHORT = 12
 MAX_NAME = 200
 _HEX = re.compile(r"[0-9a-fA-F]{7,64}")
+# A note's build as its two columns, `(None, None)` for none.
+Made = tuple[str | None, str | None]
 
 
 def short_commit(commit: str) -> str:
     """A git object name as its first 12 hex digits (lowercase); any other label as it is."""
     commit = commit.strip()
     return commit[:SHORT].lower() if _HEX.fullmatch(commit) else commit
+
+
+def label(branch: str | None, commit: str | None) -> str:
+    """A build in one short word for people and agents: `main@0b105a0c1d2e`, `?` where unknown."""
+    return f"{branch or '?'}@{commit or '?'}"
+
+
+class Naming(NamedTuple):
+    """How a listing of notes names the builds they were made on (`named`)."""
+
+    once: Made | None  # the one build every note was made on, named once for them all
+    each: set[Made]  # the builds to name on each note made on one
+
+
+def named(made: Iterable[Made], current: Build | None) -> Naming:
+    """How the Markdown export and the review page name the builds `made` their notes were made
+    on (each note's `(branch, commit)`), read on the build `current`: only where it tells the
+    reader something, for it costs an agent tokens on every note.
+
+    Every build but `current` is named on each note made on it; with no current build, every
+    build when the notes come from more than one, else none. When every note was made on the
+    same build (and it is named), it is named once for them all instead. A note made on no build
+    (`(None, None)`) names none.
+    """
+    every = set(made)
+    known = every - {(None, None)}
+    if current is None:
+        each = known if len(known) > 1 else set()
+    else:
+        each = known - {(current.branch, current.commit)}
+    if len(every) == 1 and each:
+        return Naming(next(iter(every)), set())
+    return Naming(None, each)
 
 
 def make(branch: str | None, commit: str | None) -> Build | None:

@@ -27,6 +27,7 @@ from .models import (
     REVIEW_MODES,
     STATUSES,
     Annotation,
+    HistoryEntry,
     PageNote,
     Review,
     Shown,
@@ -221,11 +222,13 @@ def _changed(verb: str, item: Annotation | PageNote) -> str:
     return f"{verb} {item.id} (status: {item.status})"
 
 
-def _summary_text(s: Summary) -> str:
+def _summary_text(s: Summary, branch: str | None = None) -> str:
     a, n = s.annotations, s.page_notes
     pages = f"{s.pages} page{'' if s.pages == 1 else 's'}"
+    made = f" (notes made on branch {branch})" if branch is not None else ""
     lines = [
-        f"{s.open_items} item{'' if s.open_items == 1 else 's'} waiting for the agent on {pages}.",
+        f"{s.open_items} item{'' if s.open_items == 1 else 's'} waiting for the agent on "
+        f"{pages}{made}.",
         "annotations: " + ", ".join(f"{a[k]} {k.replace('_', ' ')}" for k in STATUSES),
         "page notes: " + ", ".join(f"{n[k]} {k.replace('_', ' ')}" for k in STATUSES),
         "anchors: " + ", ".join(f"{s.anchor_states[k]} {k}" for k in ANCHOR_STATES),
@@ -235,6 +238,16 @@ def _summary_text(s: Summary) -> str:
             f"{s.pending_reviews} review{'' if s.pending_reviews == 1 else 's'} sent to the agent "
             "and not picked up yet."
         )
+    return "\n".join(lines)
+
+
+def _history_text(id: str, entries: Sequence[HistoryEntry]) -> str:
+    """One line a change: when, what, the status it set, by whom (when the store knows)."""
+    lines = [f"{id}: {len(entries)} change{'' if len(entries) == 1 else 's'}, oldest first:"]
+    for e in entries:
+        status = f"-> {e.status}" if e.status else ""
+        by = f"by {e.author}" if e.author else ""
+        lines.append(f"  {e.at}  {e.action:<15} {status:<15} {by}".rstrip())
     return "\n".join(lines)
 
 
@@ -473,10 +486,19 @@ def notes(
 
 
 @command(cli, "summary")
-def summary(ctx: Ctx) -> None:
+@click.option("--branch", help="Only notes made on a build of this branch.")
+def summary(ctx: Ctx, branch: str | None) -> None:
     """Counts of notes by status and anchor state: is there work for the agent?"""
-    s = ctx.store().summary()
-    ctx.emit(s.to_dict(), lambda: _summary_text(s))
+    s = ctx.store().summary(branch=branch)
+    ctx.emit(s.to_dict(), lambda: _summary_text(s, branch))
+
+
+@command(cli, "history")
+@click.argument("id")
+def history(ctx: Ctx, id: str) -> None:
+    """Who changed a note and when: its change rows, oldest first."""
+    entries = ctx.store().history(id)
+    ctx.emit([lean(e.to_dict()) for e in entries], lambda: _history_text(id, entries))
 
 
 @command(cli, "export")

@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from . import build as builds
 from . import fields
 from .diff import change
 from .errors import ValidationError
-from .models import Annotation, PageNote, Review
+from .models import Annotation, Build, PageNote, Review
 from .store import pause_gc
 from .visible import HIDDEN, visible
 
@@ -75,7 +76,9 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
         # Straight from plain rows: building 100k objects first would double the time.
         annotation_rows, note_rows, replies = store.export_rows(include_resolved=include_resolved)
         with pause_gc():
-            return _markdown(annotation_rows, note_rows, replies, datetime.now(timezone.utc))
+            return _markdown(
+                annotation_rows, note_rows, replies, datetime.now(timezone.utc), store.build
+            )
     annotations, notes = store.all_items(include_resolved=include_resolved)
     if format == "json":
         return json.dumps(to_json(annotations, notes, store.list_reviews()), indent=2)
@@ -92,16 +95,27 @@ AnnotationRow = tuple[Any, ...]
 NoteRow = tuple[Any, ...]
 Replies = dict[str, list[tuple[str, str]]]
 NO_REPLIES: list[tuple[str, str]] = []
-_A_URL, _A_TITLE = (fields.ANNOTATION.row._fields.index(n) for n in ("page_url", "page_title"))
-_P_URL, _P_TITLE = (fields.PAGE_NOTE.row._fields.index(n) for n in ("page_url", "page_title"))
+_A_URL, _A_TITLE, _A_BRANCH, _A_COMMIT = (
+    fields.ANNOTATION.row._fields.index(n)
+    for n in ("page_url", "page_title", "build_branch", "build_commit")
+)
+_P_URL, _P_TITLE, _P_BRANCH, _P_COMMIT = (
+    fields.PAGE_NOTE.row._fields.index(n)
+    for n in ("page_url", "page_title", "build_branch", "build_commit")
+)
 _annotation_row = fields.ANNOTATION.row_of()
 _page_note_row = fields.PAGE_NOTE.row_of()
 
 
 def to_markdown(
-    annotations: Iterable[Annotation], notes: Iterable[PageNote], *, now: datetime | None = None
+    annotations: Iterable[Annotation],
+    notes: Iterable[PageNote],
+    *,
+    now: datetime | None = None,
+    current: Build | None = None,
 ) -> str:
-    """The Markdown export of these objects (what `render(store, "markdown")` writes)."""
+    """The Markdown export of these objects (what `render(store, "markdown")` writes), read on
+    the build `current`."""
     rows: list[AnnotationRow] = []
     note_rows: list[NoteRow] = []
     replies: Replies = {}
@@ -111,15 +125,20 @@ def to_markdown(
     for n in notes:
         note_rows.append(_page_note_row(n))
         replies[n.id] = [(r.role, r.message) for r in n.replies]
-    return _markdown(rows, note_rows, replies, now or datetime.now(timezone.utc))
+    return _markdown(rows, note_rows, replies, now or datetime.now(timezone.utc), current)
 
 
 def _markdown(
-    annotations: Iterable[AnnotationRow], notes: Iterable[NoteRow], replies: Replies, now: datetime
+    annotations: Iterable[AnnotationRow],
+    notes: Iterable[NoteRow],
+    replies: Replies,
+    now: datetime,
+    current: Build | None,
 ) -> str:
-    lines = ["# Review feedback", f"Exported: {now.strftime('%Y-%m-%d %H:%M UTC')}", ""]
+    lines = ["# Review feedback", f"Exported: {now.strftime('%Y-%m-%d %H:%M UTC')}"]
     # page url -> [title, page-note rows, annotation rows]
     pages: dict[str, list[Any]] = {}
+    made: set[builds.Made] = set()
     for note in notes:
         page = pages.get(note[_P_URL])
         if page is None:
@@ -127,6 +146,7 @@ def _markdown(
         elif not page[0]:
             page[0] = note[_P_TITLE]
         page[1].append(note)
+        made.add((note[_P_BRANCH], note[_P_COMMIT]))
     for a in annotations:
         page = pages.get(a[_A_URL])
         if page is None:
@@ -134,6 +154,17 @@ def _markdown(
         elif not page[0]:
             page[0] = a[_A_TITLE]
         page[2].append(a)
+        made.add((a[_A_BRANCH], a[_A_COMMIT]))
+    # Builds are named only where that tells something (annotate/build.py `named`); then the
+    # current one is named once, so a note without a build line reads as made on it.
+    once, shown = builds.named(made, current)
+    served = "" if current is None else _code(builds.label(current.branch, current.commit))
+    if once is not None:
+        made_on = _code(builds.label(*once))
+        lines.append(f"Build: every note was made on {made_on}; the current build is {served}.")
+    elif shown and current is not None:
+        lines.append(f"Current build: {served}; a note made on another build names it.")
+    lines.append("")
     if not pages:
         lines.append("No annotations or notes yet.")
         return "\n".join(lines) + "\n"
@@ -143,28 +174,43 @@ def _markdown(
         if page_notes:
             lines.append("### Page notes")
             for n in page_notes:
-                lines += _page_note(replies, *n)
+                lines += _page_note(replies, shown, *n)
             lines.append("")
         if page_annotations:
             lines.append("### Annotations")
             for i, a in enumerate(page_annotations, 1):
-                lines += _annotation(i, replies, *a)
+                lines += _annotation(i, replies, shown, *a)
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _page_note(
-    replies: Replies, id: str, page_url: str, page_title: str, note: str, status: str
+    replies: Replies,
+    shown: set[builds.Made],
+    id: str,
+    page_url: str,
+    page_title: str,
+    note: str,
+    status: str,
+    build_branch: str | None,
+    build_commit: str | None,
 ) -> list[str]:
     lines = [f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)"]
     lines += _block(note, "  ", skip_first=True)
+    if shown and (build_branch, build_commit) in shown:
+        lines.append(f"  {_build(build_branch, build_commit)}")
     lines += _replies(replies.get(id, NO_REPLIES), "  ")
     return lines
+
+
+def _build(branch: str | None, commit: str | None) -> str:
+    return f"Build: {_code(builds.label(branch, commit))}"
 
 
 def _annotation(
     i: int,
     replies: Replies,
+    shown: set[builds.Made],
     id: str,
     type: str,
     page_url: str,
@@ -183,6 +229,8 @@ def _annotation(
     original_excerpt: str | None,
     source_excerpt: str | None,
     anchor_state: str,
+    build_branch: str | None,
+    build_commit: str | None,
 ) -> list[str]:
     selected, css, preview, path = selected_text, css_selector, outer_html_preview, source_path
     start, end, replaced = line_start, line_end, replaced_text
@@ -200,6 +248,8 @@ def _annotation(
     out = [head]
     if anchor_state in ANCHOR_MARKS:
         out.append(f"   {ANCHOR_MARKS[anchor_state]}")
+    if shown and (build_branch, build_commit) in shown:
+        out.append(f"   {_build(build_branch, build_commit)}")
     out += _block(note, "   ")
     if intent == "delete":
         out.append("   Suggestion: delete this text")

@@ -260,6 +260,12 @@ def _build_field(anchored: bool) -> Field:
         ref="Build",
         decode=_BUILD_DECODE.format(more=', r["anchored_on"]' if anchored else ""),
         sql=_BUILD_SQL.format(object=build),
+        # The Markdown export names a note's build where that tells something (annotate/build.py
+        # `named`).
+        outline=(
+            ("build_branch", "build_branch", "a.build.branch if a.build else None"),
+            ("build_commit", "build_commit", "a.build.commit if a.build else None"),
+        ),
     )
 
 

@@ -444,12 +444,13 @@ def build_server(
     @tool(
         "Counts of notes by status and anchor state, pages with notes, and reviews sent but not "
         "picked up yet: is there work? {annotations, pageNotes, anchorStates, pages, "
-        "pendingReviews, openItems}. `openItems` counts open and in-progress notes.",
+        "pendingReviews, openItems}. `openItems` counts open and in-progress notes. `branch`: "
+        "only notes made on a build of that branch, and the reviews holding one.",
         READ,
     )
-    def summary() -> CallToolResult:
+    def summary(branch: Branch = None) -> CallToolResult:
         def counts(s: store_module.Store) -> dict[str, Any]:
-            found = s.summary()
+            found = s.summary(branch=branch)
             return {**found.to_dict(), "openItems": found.open_items}
 
         return call(counts)

@@ -19,6 +19,7 @@ __all__ = [
     "Annotation",
     "Build",
     "ElementSelector",
+    "HistoryEntry",
     "PageNote",
     "PageSource",
     "Reply",
@@ -403,6 +404,31 @@ class Review:
         if offset + len(page) < len(notes):
             out["next"] = offset + len(page)
         return out
+
+
+# The status each action of the change rows leaves a note in (`HistoryEntry.status`); the others
+# (a reply, an edit, a relocation, `imported`, …) set none that their row could tell.
+STATUS_AFTER: dict[str, Status] = {
+    "created": "open",
+    "in_progress": "in_progress",
+    "addressed": "addressed",
+    "resolved": "resolved",
+    "reopened": "open",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One change row of a note (`Store.history`): when, what, by whom (None when the store did
+    not know: single-user mode, the reconciler) and the status it set, if it set one."""
+
+    at: str
+    action: str
+    author: str | None
+    status: Status | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "action": self.action, "author": self.author, "status": self.status}
 
 
 @dataclass(slots=True)

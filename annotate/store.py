@@ -50,10 +50,12 @@ from .filters import Filter
 from .identity import Person, check, hash_token, new_token, parse_role, person_name, same_hash
 from .models import (
     ANCHOR_STATES,
+    STATUS_AFTER,
     STATUSES,
     Annotation,
     Build,
     ElementSelector,
+    HistoryEntry,
     PageNote,
     PageSource,
     Reply,
@@ -1308,26 +1310,50 @@ class Store:
             replies,
         )
 
-    def summary(self) -> Summary:
-        """Counts by status, by anchor state, pages with notes, reviews waiting for an agent."""
-        with self._reading(ALL_ANNOTATIONS + " WHERE status != 'resolved'") as conn:
+    def summary(self, *, branch: str | None = None) -> Summary:
+        """Counts by status, by anchor state, pages with notes, reviews waiting for an agent.
 
-            def counts(sql: str) -> dict[str, int]:
-                return {r[0]: r[1] for r in conn.execute(sql)}
+        `branch`: only notes made on a build of that branch, as listings filter them
+        (`annotate.filters.Filter`), and only the waiting reviews holding one of them.
+        """
+        every, every_params = Filter.of(status="all", branch=branch).where()
+        waiting, waiting_params = Filter.of(branch=branch).where()
+        scope = f"{ALL_ANNOTATIONS} WHERE {waiting}"
+        with self._reading(scope, waiting_params) as conn:
 
-            by_status = counts("SELECT status, count(*) FROM annotations GROUP BY status")
-            notes = counts("SELECT status, count(*) FROM page_notes GROUP BY status")
+            def counts(sql: str, params: Sequence[Any]) -> dict[str, int]:
+                return {r[0]: r[1] for r in conn.execute(sql, params)}
+
+            by_status = counts(
+                f"SELECT status, count(*) FROM annotations WHERE {every} GROUP BY status",
+                every_params,
+            )
+            notes = counts(
+                f"SELECT status, count(*) FROM page_notes WHERE {every} GROUP BY status",
+                every_params,
+            )
             anchors = counts(
-                "SELECT anchor_state, count(*) FROM annotations WHERE status != 'resolved' "
-                "AND type = 'text' GROUP BY anchor_state"
+                f"SELECT anchor_state, count(*) FROM annotations WHERE {waiting} "
+                "AND type = 'text' GROUP BY anchor_state",
+                waiting_params,
             )
             pages = conn.execute(
-                "SELECT count(*) FROM (SELECT page_url FROM annotations WHERE status != 'resolved' "
-                "UNION SELECT page_url FROM page_notes WHERE status != 'resolved') AS u"
+                f"SELECT count(*) FROM (SELECT page_url FROM annotations WHERE {waiting} "
+                f"UNION SELECT page_url FROM page_notes WHERE {waiting}) AS u",
+                [*waiting_params, *waiting_params],
             ).fetchone()[0]
-            pending = conn.execute(
+            pending_sql = (
                 "SELECT count(*) FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL"
-            ).fetchone()[0]
+            )
+            pending_params: list[Any] = []
+            if branch is not None:
+                pending_sql += (
+                    f" AND (EXISTS (SELECT 1 FROM annotations WHERE review_id = reviews.id "
+                    f"AND {every}) OR EXISTS (SELECT 1 FROM page_notes WHERE review_id = "
+                    f"reviews.id AND {every}))"
+                )
+                pending_params = [*every_params, *every_params]
+            pending = conn.execute(pending_sql, pending_params).fetchone()[0]
         return Summary(
             annotations={s: by_status.get(s, 0) for s in STATUSES},
             page_notes={s: notes.get(s, 0) for s in STATUSES},
@@ -1373,6 +1399,21 @@ class Store:
             for r in rows
         ]
         return events, cursor
+
+    def history(self, id: str, *, kind: str | None = None) -> list[HistoryEntry]:
+        """The change rows of an annotation or page note (only that `kind` when given), oldest
+        first: who started, addressed, accepted, reopened, edited or replied to it, and when."""
+        with self._tx(write=False) as conn:
+            table, _ = self._find(conn, id, kind)
+            rows = conn.execute(
+                "SELECT at, action, author FROM changes WHERE kind = ? AND item_id = ? "
+                "ORDER BY seq",
+                (_kind(table), id),
+            ).fetchall()
+        return [
+            HistoryEntry(at, action, author, STATUS_AFTER.get(action))
+            for at, action, author in rows
+        ]
 
     # -- pointing at a note (issue #19) ---------------------------------------------------------
 

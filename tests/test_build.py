@@ -23,7 +23,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import build, importing, schema
+from annotate import build, export, importing, schema
 from annotate.cli import cli
 from annotate.errors import ValidationError
 from annotate.fields import BUILD_SINCE
@@ -470,3 +470,190 @@ def test_annotate_serve_records_the_build_of_its_environment(repo: Path) -> None
         proc.wait(10)
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
+
+
+# -- the summary of one branch ------------------------------------------------------------------
+
+
+def test_the_library_summarises_one_branch(store: Store) -> None:
+    """Counts, anchors, pages and waiting reviews of the notes made on one branch, on both
+    backends, with the listing's filter (its check included)."""
+    store.build = Build("main", "a" * 12)
+    main = store.add_annotation(text_note())
+    store.add_page_note({"pageUrl": "/", "note": "main page"})
+    store.build = Build("feature", "b" * 12)
+    feature = store.add_annotation(text_note(pageUrl="/feature/"))
+    done = store.add_page_note({"pageUrl": "/feature/", "note": "feature page"})
+    store.accept(done.id)
+    store.build = None
+    store.add_annotation(text_note(pageUrl="/none/"))
+    # A review of the feature note only, and one of the main note only, both waiting.
+    store.create_review({"mode": "edit", "ids": [feature.id]})
+    store.create_review({"mode": "edit", "ids": [main.id]})
+
+    everything = store.summary()
+    assert everything.annotations["open"] == 3 and everything.pages == 4
+    assert everything.pending_reviews == 2
+    assert store.summary(branch=None) == everything
+
+    s = store.summary(branch="feature")
+    assert s.annotations == {"open": 1, "in_progress": 0, "addressed": 0, "resolved": 0}
+    assert s.page_notes == {"open": 0, "in_progress": 0, "addressed": 0, "resolved": 1}
+    assert sum(s.anchor_states.values()) == 1
+    assert s.pages == 1  # the resolved page note's page is not waiting
+    assert s.pending_reviews == 1
+    m = store.summary(branch="main")
+    assert m.annotations["open"] == 1 and m.page_notes["open"] == 1
+    assert m.pages == 2 and m.pending_reviews == 1
+    nothing = store.summary(branch="nope")
+    assert nothing.open_items == 0 and nothing.pages == 0 and nothing.pending_reviews == 0
+    with pytest.raises(ValidationError, match="branch must not be empty"):
+        store.summary(branch="")
+    with pytest.raises(ValidationError, match="branch must be at most 200 characters"):
+        store.summary(branch="x" * 201)
+
+
+def test_the_cli_api_and_mcp_summarise_one_branch(branches: tuple[Path, dict[str, str]]) -> None:
+    root, _ = branches
+    with annotate.open(root) as store:
+        feature = store.summary(branch="feature").to_dict()
+    assert feature["annotations"]["open"] == 1 and feature["pageNotes"]["open"] == 1
+    runner = CliRunner()
+    out = runner.invoke(cli, ["summary", "--branch", "feature", "--json", "--project", str(root)])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout) == feature
+    human = runner.invoke(cli, ["summary", "--branch", "feature", "--project", str(root)])
+    assert human.stdout.startswith(
+        "2 items waiting for the agent on 2 pages (notes made on branch feature).\n"
+    )
+    bad = runner.invoke(cli, ["summary", "--branch", "", "--project", str(root)])
+    assert bad.exit_code == 1 and bad.output == "Error: branch must not be empty\n"
+    with annotate.open(root) as store, app_client(store) as c:
+        assert c.get(f"{API}/summary", params={"branch": "feature"}).json() == feature
+        assert c.get(f"{API}/summary").json()["annotations"]["open"] == 3
+        bad_api = c.get(f"{API}/summary", params={"branch": ""})
+        assert bad_api.status_code == 400
+        assert bad_api.json() == {"error": "branch must not be empty", "code": "invalid"}
+        assert c.get(f"{API}/summary", params={"brnach": "feature"}).status_code == 400
+
+
+@pytest.mark.anyio
+async def test_the_mcp_summary_counts_one_branch(branches: tuple[Path, dict[str, str]]) -> None:
+    root, _ = branches
+    async with Client(build_server(root)) as client:
+        result = await client.call_tool("summary", {"branch": "main"})
+        counts = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        assert not result.is_error
+        assert counts["annotations"]["open"] == 1 and counts["openItems"] == 2
+        result = await client.call_tool("summary", {})
+        assert json.loads(result.content[0].text)["openItems"] == 6  # type: ignore[union-attr]
+        result = await client.call_tool("summary", {"branch": ""})
+        assert result.is_error
+        assert result.content[0].text == "branch must not be empty"  # type: ignore[union-attr]
+
+
+# -- the build a note was made on, in the Markdown export and on the review page ---------------
+
+
+def _build_lines(markdown: str) -> list[str]:
+    lines = (line.strip() for line in markdown.splitlines())
+    return [line for line in lines if line.startswith(("Build: ", "Current build: "))]
+
+
+def test_the_export_names_a_build_only_where_it_tells_something(store: Store) -> None:
+    """On both backends (SQLite writes the export from rows, PostgreSQL from objects)."""
+    main, other = Build("main", "a" * 12), Build("feature", "b" * 12)
+    store.build = main
+    store.add_annotation(text_note(note="on main"))
+    store.add_page_note({"pageUrl": "/guide/install/", "note": "page on main"})
+    store.build = None
+    store.add_annotation(text_note(note="on no build"))
+    # Every note on the current build (or none): not a word about builds.
+    store.build = main
+    assert _build_lines(export.render(store, "markdown")) == []
+    # No current build and the notes from one build: nothing to tell them apart by.
+    store.build = None
+    assert _build_lines(export.render(store, "markdown")) == []
+    # Read on another build: the notes made on main name it, once each; the current is named.
+    store.build = other
+    assert _build_lines(export.render(store, "markdown")) == [
+        f"Current build: `feature@{'b' * 12}`; a note made on another build names it.",
+        f"Build: `main@{'a' * 12}`",
+        f"Build: `main@{'a' * 12}`",
+    ]
+    # Notes from two builds and no current one: each note names its own.
+    store.add_annotation(text_note(note="on feature"))
+    store.build = None
+    text = export.render(store, "markdown")
+    assert _build_lines(text) == [
+        f"Build: `main@{'a' * 12}`",
+        f"Build: `main@{'a' * 12}`",
+        f"Build: `feature@{'b' * 12}`",
+    ]
+    # The line sits under its note's head line, before the note.
+    assert f"(id: `{store.list_annotations()[-1].id}`)\n   Build: `feature@" in text
+    # Read on main: only the feature note names its build.
+    store.build = main
+    assert _build_lines(export.render(store, "markdown"))[1:] == [f"Build: `feature@{'b' * 12}`"]
+
+
+def test_one_build_for_every_note_is_named_once(store: Store) -> None:
+    """The agent's checkout moved on from the build every note was made on: one line, not one
+    a note."""
+    store.build = Build("main", "a" * 12)
+    for n in range(3):
+        store.add_annotation(text_note(note=f"note {n}"))
+    store.add_page_note({"pageUrl": "/", "note": "page"})
+    store.build = Build("main", "c" * 12)
+    text = export.render(store, "markdown")
+    assert _build_lines(text) == [
+        f"Build: every note was made on `main@{'a' * 12}`; the current build is `main@{'c' * 12}`."
+    ]
+    assert text.splitlines()[2] == _build_lines(text)[0]  # under the date
+
+
+def test_a_build_name_cannot_break_the_export_or_the_review_page(tmp_path: Path) -> None:
+    write_project(tmp_path, INSTALL)
+    hostile = "x`](http://evil)<script>alert(1)</script>"
+    with annotate.open(tmp_path, build={"branch": hostile, "commit": None}) as store:
+        store.add_annotation(text_note())
+        store.add_page_note({"pageUrl": "/guide/install/", "note": "Too long."})
+        store.build = Build("main", "c" * 12)
+        once = export.render(store, "markdown")  # every note on the hostile build
+        assert f"Build: every note was made on ``{hostile}@?``; the current build is" in once
+        with app_client(store) as c:
+            page = c.get("/__annotate/").text
+        assert "<script>" not in page
+        assert "Every note was made on build <code>x`](http://evil)&lt;script&gt;" in page
+        store.build = None
+        store.add_annotation(text_note(note="made on no build"))
+        store.build = Build("main", "c" * 12)
+        text = export.render(store, "markdown")
+        assert f"\n   Build: ``{hostile}@?``\n" in text  # the annotation's
+        assert f"\n  Build: ``{hostile}@?``\n" in text  # the page note's
+        with app_client(store) as c:
+            page = c.get("/__annotate/").text
+    assert "<script>" not in page
+    shown = "x`](http://evil)&lt;script&gt;alert(1)&lt;/script&gt;@?"
+    assert page.count(f"built <code>{shown}</code>") == 2
+    assert f"Serving build <code>main@{'c' * 12}</code>" in page
+
+
+def test_the_review_page_names_a_build_only_where_it_tells_something(
+    branches: tuple[Path, dict[str, str]],
+) -> None:
+    root, _ = branches
+    with annotate.open(root, build={"branch": "main", "commit": "a" * 12}) as store:
+        with app_client(store) as c:
+            page = c.get("/__annotate/").text
+        # The feature notes name their build; main's are the served one's; none have none.
+        assert page.count("built <code>") == 2
+        assert page.count(f"built <code>feature@{'b' * 12}</code>") == 2
+        assert f"Serving build <code>main@{'a' * 12}</code>" in page
+        store.build = Build("main", "a" * 12)
+        for note in (*store.list_annotations(), *store.list_page_notes()):
+            if note.build is not None and note.build.branch == "feature":
+                store.delete(note.id)
+        with app_client(store) as c:
+            page = c.get("/__annotate/").text
+    assert "built <code>" not in page and "Serving build" not in page

@@ -52,9 +52,9 @@ def test_export_rows_are_named_and_read_by_name() -> None:
     assert row._fields[:3] == ("id", "type", "page_url")
     assert fields.ANNOTATION.select.startswith("id, type, page_url, coalesce(page_title, '')")
     # The Markdown writer takes a row apart into parameters named as the table names its columns.
-    annotation = list(inspect.signature(export._annotation).parameters)[2:]
+    annotation = list(inspect.signature(export._annotation).parameters)[3:]
     assert tuple(annotation) == row._fields
-    page_note = list(inspect.signature(export._page_note).parameters)[1:]
+    page_note = list(inspect.signature(export._page_note).parameters)[2:]
     assert tuple(page_note) == fields.PAGE_NOTE.row._fields
     assert "'replies', json((SELECT json_group_array(json_object('id', r.id" in (
         sqljson.ANNOTATION_JSON

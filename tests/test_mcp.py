@@ -142,6 +142,7 @@ async def test_tool_list(project: Path) -> None:
         assert props["update_annotation_target"] == {"id", "replacedText"}
         assert props["get_context"] == {"id", "lines"}
         assert props["wait_for_review"] == {"timeout_s"}
+        assert props["summary"] == {"branch"}
         assert listed["update_annotation_target"].input_schema["required"] == [
             "id",
             "replacedText",

@@ -518,9 +518,18 @@ class Api:
         return JsonResponse({"seq": data.get("seq"), "counted": counted})
 
     async def summary(self, request: Request) -> Response:
-        _allow(request)
-        summary = await run_in_threadpool(self.store.summary)
+        _allow(request, "branch")
+        summary = await run_in_threadpool(
+            functools.partial(self.store.summary, branch=request.query_params.get("branch"))
+        )
         return JsonResponse(summary.to_dict())
+
+    async def history(self, request: Request) -> Response:
+        _allow(request)
+        entries = await run_in_threadpool(
+            functools.partial(self.store.history, request.path_params["id"], kind=_kind(request))
+        )
+        return JsonResponse({"history": [e.to_dict() for e in entries]})
 
 
 def _api_routes(api: Api) -> list[Route]:
@@ -535,6 +544,7 @@ def _api_routes(api: Api) -> list[Route]:
         },
         f"/annotations{one}/replies": {"POST": api.reply},
         f"/annotations{one}/status": {"POST": api.status},
+        f"/annotations{one}/history": {"GET": api.history},
         "/page-notes": {"GET": api.list_page_notes, "POST": api.create_page_note},
         f"/page-notes{one}": {
             "GET": api.get_page_note,
@@ -543,6 +553,7 @@ def _api_routes(api: Api) -> list[Route]:
         },
         f"/page-notes{one}/replies": {"POST": api.reply},
         f"/page-notes{one}/status": {"POST": api.status},
+        f"/page-notes{one}/history": {"GET": api.history},
         "/reviews": {"GET": api.list_reviews, "POST": api.create_review},
         f"/reviews{one}": {"GET": api.get_review},
         "/anchor": {"POST": api.anchor},
@@ -635,7 +646,9 @@ def create_app(
 
         def call() -> str:
             annotations, notes = store.all_items(include_resolved=True)
-            return review_page.render(annotations, notes, filters, read_only=read_only)
+            return review_page.render(
+                annotations, notes, filters, read_only=read_only, current=store.build
+            )
 
         return HTMLResponse(
             await run_in_threadpool(call),

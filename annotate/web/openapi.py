@@ -581,6 +581,15 @@ def _schemas() -> dict[str, Any]:
             },
             ["annotations", "pageNotes", "anchorStates", "pages", "pendingReviews"],
         ),
+        "HistoryEntry": _object(
+            {
+                "at": timestamp,
+                "action": string,
+                "author": nullable_string,
+                "status": _nullable({"type": "string", "enum": list(STATUSES)}),
+            },
+            ["at", "action", "author", "status"],
+        ),
         "Change": _object(
             {
                 "seq": {"type": "integer"},
@@ -605,6 +614,21 @@ def _paths() -> dict[str, Any]:
     page_note = _json(_ref("PageNote"), "The page note.")
     review = _json(_ref("Review"), "The review with its notes.")
     deleted = {"description": "Deleted."}
+    history = _op(
+        "Who changed the note and when",
+        {
+            200: _json(
+                _object({"history": {"type": "array", "items": _ref("HistoryEntry")}}, ["history"]),
+                "The note's change rows, oldest first.",
+            )
+        },
+        (*READ_ERRORS, 404),
+        params=[ID_PARAM],
+        description="`action` is what the change did (`created`, `in_progress`, `addressed`, "
+        "`resolved`, `reopened`, `edited`, `reviewer_reply`, `agent_reply`, …); `status` the "
+        "status it set, null when it set none; `author` the person in team mode, else null. "
+        "The annotation route accepts a page note's id as well, as the library does.",
+    )
     lifecycle_ops = {
         "replies": _op(
             "Add a reply to the thread (always allowed)",
@@ -697,6 +721,7 @@ def _paths() -> dict[str, Any]:
         },
         "/__annotate/api/annotations/{id}/replies": {"post": lifecycle_ops["replies"]},
         "/__annotate/api/annotations/{id}/status": {"post": lifecycle_ops["status"]},
+        "/__annotate/api/annotations/{id}/history": {"get": history},
         "/__annotate/api/page-notes": {
             "get": _op(
                 "List page notes",
@@ -743,6 +768,13 @@ def _paths() -> dict[str, Any]:
             | {
                 "summary": "Change a page note's status",
                 "requestBody": _body(_ref("PageNoteStatusInput")),
+            }
+        },
+        "/__annotate/api/page-notes/{id}/history": {
+            "get": history
+            | {
+                "summary": "Who changed the page note and when",
+                "description": history["description"].rsplit(" The ", 1)[0],
             }
         },
         "/__annotate/api/reviews": {
@@ -887,6 +919,9 @@ def _paths() -> dict[str, Any]:
                 "Counts by status and anchor state",
                 {200: _json(_ref("Summary"), "The counts.")},
                 READ_ERRORS,
+                params=[BRANCH],
+                description="With `branch`: only notes made on a build of that branch, and only "
+                "the waiting reviews holding one of them.",
             )
         },
     }

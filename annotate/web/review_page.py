@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from ..models import ANCHOR_STATES, STATUSES, Annotation, PageNote
+from .. import build as builds
+from ..models import ANCHOR_STATES, STATUSES, Annotation, Build, PageNote
 
 __all__ = ["CSP", "Filters", "render"]
 
@@ -131,12 +132,21 @@ def _replies(item: Annotation | PageNote) -> str:
     return f'<ol class="replies" aria-label="Replies">{rows}</ol>'
 
 
-def _annotation(a: Annotation) -> str:
+def _build(item: Annotation | PageNote, shown: set[builds.Made]) -> str:
+    """` · built main@0b105a0c1d2e` when the page names this note's build, else nothing."""
+    b = item.build
+    if b is None or (b.branch, b.commit) not in shown:
+        return ""
+    return f' · <span class="muted">built <code>{escape(builds.label(b.branch, b.commit))}</code></span>'
+
+
+def _annotation(a: Annotation, shown: set[builds.Made]) -> str:
     meta = [_status(a.status), escape(a.type), escape(a.intent)]
     if a.type == "text":
         meta.append(escape(a.anchor_state))
     if a.source:
         meta.append(f"<code>{escape(a.source.lines)}</code>")
+    meta[-1] += _build(a, shown)
     body = [f'<p class="meta">{" · ".join(meta)} <span class="muted">{escape(a.id)}</span></p>']
     if a.type == "text":
         body.append(f"<blockquote>{escape(a.selected_text or '')}</blockquote>")
@@ -155,8 +165,10 @@ def _annotation(a: Annotation) -> str:
     return f'<article class="note">{"".join(body)}</article>'
 
 
-def _page_note(n: PageNote) -> str:
-    meta = f"{_status(n.status)} page note <span class='muted'>{escape(n.id)}</span>"
+def _page_note(n: PageNote, shown: set[builds.Made]) -> str:
+    meta = (
+        f"{_status(n.status)} page note{_build(n, shown)} <span class='muted'>{escape(n.id)}</span>"
+    )
     return (
         f'<article class="note"><p class="meta">{meta}</p>'
         f'<div class="text">{escape(n.note)}</div>{_replies(n)}</article>'
@@ -204,8 +216,11 @@ def render(
     filters: Filters,
     *,
     read_only: bool = False,
+    current: Build | None = None,
 ) -> str:
-    """The whole page; `annotations` and `notes` are every item, filtered here."""
+    """The whole page; `annotations` and `notes` are every item, filtered here. `current`: the
+    build the server serves; a note made on another one names its own (annotate/build.py
+    `named`)."""
     pages: dict[str, _Page] = {}
     items: list[Annotation | PageNote] = [*notes, *annotations]
     for item in items:
@@ -217,6 +232,9 @@ def render(
     for a in annotations:
         if _matches(a, filters):
             pages[a.page_url].annotations.append(a)
+    once, named = builds.named(
+        ((i.build.branch, i.build.commit) if i.build else (None, None) for i in items), current
+    )
     ordered = sorted(pages.values(), key=lambda p: p.url)
     counts = _counts(items)
     count_items = "".join(
@@ -233,8 +251,8 @@ def render(
         sections.append(
             f"<section><h2>{heading} <span class='url'>{escape(page.url)}</span> "
             f"<span class='muted'>{size} note{'' if size == 1 else 's'}</span></h2>"
-            + "".join(_page_note(x) for x in page.notes)
-            + "".join(_annotation(x) for x in page.annotations)
+            + "".join(_page_note(x, named) for x in page.notes)
+            + "".join(_annotation(x, named) for x in page.annotations)
             + "</section>"
         )
     if not sections:
@@ -244,6 +262,17 @@ def render(
         if read_only
         else ""
     )
+    served = "" if current is None else escape(builds.label(current.branch, current.commit))
+    if once is not None:
+        banner += (
+            f'<p class="muted">Every note was made on build <code>{escape(builds.label(*once))}'
+            f"</code>; serving build <code>{served}</code>.</p>"
+        )
+    elif named and current is not None:
+        banner += (
+            f'<p class="muted">Serving build <code>{served}</code>; a note made on another '
+            "build names it.</p>"
+        )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
