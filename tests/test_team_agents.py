@@ -293,9 +293,7 @@ def _at(item: dict[str, Any]) -> str:
     return f"{source['path']}:{start}" + ("" if start == end else f"-{end}")
 
 
-async def test_remote_answers_locate_every_note_in_the_checkout(
-    team: Team, tmp_path: Path
-) -> None:
+async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_path: Path) -> None:
     """Through `annotate mcp --remote`, after the agent's edit moved the lines: `get_export`'s
     `path:lines` and `summary`'s anchor counts agree with `get_annotation`, all from the
     checkout; where the page said a quote was selected (`inCode`, `occurrence`: in no answer)
