@@ -9,9 +9,13 @@ token of F as bearer. What depends on the Markdown is computed here, from the ag
 
 - an annotation's `source` and `anchorState` in every answer that holds annotations, located
   again in the local file by `reconcile.plan` (its replacement, else its quote), so a line the agent
-  inserted moves the lines at once, before the team server's build knows of it;
+  inserted moves the lines at once, before the team server's build knows of it. Where the quote
+  was selected (`inCode`, `occurrence`, in no answer) comes from the server in the result's
+  `_meta` (`mcp_server.SELECTIONS`), asked for in the call's and left out of the answer passed on;
 - the `at` of each note of a review (`wait_for_review`, `get_review`), from those notes;
-- `get_context`: the note from the server, the lines from the local file (`context.get_context`).
+- `get_context`: the note from the server, the lines from the local file (`context.get_context`);
+- `get_export` and `summary`'s `anchorStates`: over the notes the server lists, located here
+  (`export.to_markdown`, `Summary.count_anchor_states`).
 
 A bad URL, an unreachable server or a refused token is an `isError` result with one line saying
 which; `wait_for_review` passes the server's progress notifications on, so clients that reset

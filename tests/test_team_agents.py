@@ -264,7 +264,7 @@ async def test_behind_the_sso_proxy_the_mcp_endpoint_takes_the_bearer_only(tmp_p
 
 
 # The team server's Markdown: a command in prose (line 3) and in a code block (line 6); a page
-# that does not hold it yet.
+# that does not hold it yet; a page the agent deleted (not in its checkout).
 SERVER_MD = (
     "# Install\n\nRun pip install mkdocs-annotate in a shell.\n\n"
     "```console\npip install mkdocs-annotate\n```\n"
@@ -280,11 +280,11 @@ TWICE_MD = "# Twice\n\n## Linux\n\n{0}\n\n## Windows\n\n{0}\n".format(
 EXPORTED_AT = re.compile(r" — `([^`]+)` \(id: `([^`]+)`\)$")
 
 
-def _write_pages(root: Path, install: str, twice: str) -> None:
+def _write_pages(root: Path, pages: dict[str, str]) -> None:
     (root / "docs" / "guide").mkdir(parents=True, exist_ok=True)
     (root / "mkdocs.yml").write_text("site_name: test\n")
-    (root / "docs" / "guide" / "install.md").write_text(install)
-    (root / "docs" / "guide" / "twice.md").write_text(twice)
+    for name, markdown in pages.items():
+        (root / "docs" / "guide" / name).write_text(markdown)
 
 
 def _at(item: dict[str, Any]) -> str:
@@ -299,23 +299,31 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
     checkout; where the page said a quote was selected (`inCode`, `occurrence`: in no answer)
     picks the right copy of a repeated quote; and these answers are those of `annotate mcp`
     on the same store and checkout."""
-    _write_pages(team.project, SERVER_MD, "# Twice\n\nComing soon.\n")
+    _write_pages(
+        team.project,
+        {
+            "install.md": SERVER_MD,
+            "twice.md": "# Twice\n\nComing soon.\n",
+            "gone.md": "# Gone\n\nRun pip install mkdocs-annotate in a shell.\n",
+        },
+    )
     bare = {"exact": "pip install mkdocs-annotate", "prefix": "", "suffix": ""}
     store = team.store
     code = store.add_annotation(text_note(quote=bare, inCode=True, occurrence=0)).id
     prose = store.add_annotation(text_note(inCode=False, occurrence=0)).id
     twice = text_note(pageUrl="/guide/twice/", pageTitle="Twice", inCode=False, occurrence=1)
     second = store.add_annotation(twice).id
+    gone = store.add_annotation(text_note(pageUrl="/guide/gone/", pageTitle="Gone")).id
     done = store.add_annotation(text_note(quote=bare, note="Done already.")).id
     store.accept(done)  # resolved: in neither the export nor the anchor counts
     page = store.add_page_note({"pageUrl": "/guide/install/", "note": "Whole page"}).id
     store.add_reply(page, "Which part?", role="agent")
-    ids = [team.note, code, prose, second]
+    ids = [team.note, code, prose, second, gone]
     assert store.get_annotation(code).source.line_start == 6  # type: ignore[union-attr]
     assert store.get_annotation(second).source is None  # not on the server's page yet
 
     checkout = tmp_path / "checkout"
-    _write_pages(checkout, CHECKOUT_MD, TWICE_MD)
+    _write_pages(checkout, {"install.md": CHECKOUT_MD, "twice.md": TWICE_MD})
     tokens = token_file(tmp_path, team.tokens["ci-agent"])
     async with remote(team.url, tokens, checkout) as agent:
         got = {}
@@ -332,15 +340,18 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
     assert _at(got[prose]) == "docs/guide/install.md:7"
     assert _at(got[second]) == "docs/guide/twice.md:9"
     assert context.endswith("> 9 | Run pip install mkdocs-annotate in a shell.")
-    assert all(a["anchorState"] == "anchored" for a in got.values())
+    assert {id: a["anchorState"] for id, a in got.items()} == {
+        **dict.fromkeys(ids, "anchored"),
+        gone: "orphaned",  # anchored on the server, whose docs still have the page
+    }
     assert {a["id"]: a for a in listed} == got
     # The export names each note at the lines get_annotation gives.
     where = {m[2]: m[1] for line in exported.splitlines() if (m := EXPORTED_AT.search(line))}
     assert where == {id: _at(a) for id, a in got.items()}
     assert "Whole page" in exported and "Which part?" in exported and "Done already" not in exported
     counts = json.loads(summary)["anchorStates"]
-    assert counts == {"anchored": 4, "stale": 0, "orphaned": 0, "removed": 0}
-    assert counts["anchored"] == Counter(a["anchorState"] for a in listed)["anchored"]
+    assert counts == {"anchored": 4, "stale": 0, "orphaned": 1, "removed": 0}
+    assert counts == {**counts, **Counter(a["anchorState"] for a in listed)}
 
     # `annotate mcp` on the same store, reading the same checkout, answers alike. Last: it
     # writes the lines it finds into the store the server reads.
