@@ -494,8 +494,10 @@ async def _listed(
     selections: Selections = {}
     paged = name == "list_annotations"
     while True:
-        page = {**(arguments or {}), "limit": MAX_LIST, "offset": len(items)} if paged else {}
-        result = await remote.call(name, page or dict(arguments or {}), selections=paged)
+        asked = dict(arguments or {})
+        if paged:
+            asked.update(limit=MAX_LIST, offset=len(items))
+        result = await remote.call(name, asked, selections=paged)
         if result.is_error:
             raise RemoteError(" ".join(_texts(result)))
         found = json.loads(_texts(result)[0])
@@ -597,7 +599,7 @@ def build_remote_server(
             if name in OWN:
                 try:
                     return await OWN[name](remote, checkout)
-                except (ValueError, KeyError, TypeError, AttributeError):
+                except (ValueError, KeyError, TypeError, AttributeError, IndexError):
                     # Listings not shaped as this version reads them (a newer server?): the
                     # server's own answer.
                     return _answered(await remote.call(name, arguments))
