@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["ANNOTATION", "PAGE_NOTE", "REPLY", "Field", "Table"]
+__all__ = ["ANNOTATION", "PAGE_NOTE", "REPLY", "SELECTION", "Field", "Table"]
 
 T = TypeVar("T")
 
@@ -431,6 +431,11 @@ ANNOTATION = Table(
     # A row's names are looked up one by one: each column is read once.
     decoder_prelude='text = r["type"] == "text"',
 )
+
+# Where a text annotation was selected on its page (input only, in no answer): which copy of a
+# repeated quote the Markdown locator takes (`reconcile.locate_source`). `annotate mcp --remote`
+# asks the team server for them (`Store.selections`) to locate notes in its checkout alike.
+SELECTION = (ANNOTATION["inCode"], ANNOTATION["occurrence"])
 
 PAGE_NOTE = Table(
     "PageNote",

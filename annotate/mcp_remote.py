@@ -9,9 +9,13 @@ token of F as bearer. What depends on the Markdown is computed here, from the ag
 
 - an annotation's `source` and `anchorState` in every answer that holds annotations, located
   again in the local file by `reconcile.plan` (its replacement, else its quote), so a line the agent
-  inserted moves the lines at once, before the team server's build knows of it;
+  inserted moves the lines at once, before the team server's build knows of it. Where the quote
+  was selected (`inCode`, `occurrence`, in no answer) comes from the server in the result's
+  `_meta` (`mcp_server.SELECTIONS`), asked for in the call's and left out of the answer passed on;
 - the `at` of each note of a review (`wait_for_review`, `get_review`), from those notes;
-- `get_context`: the note from the server, the lines from the local file (`context.get_context`).
+- `get_context`: the note from the server, the lines from the local file (`context.get_context`);
+- `get_export` and `summary`'s `anchorStates`: over the notes the server lists, located here
+  (`export.to_markdown`, `Summary.count_anchor_states`).
 
 A bad URL, an unreachable server or a refused token is an `isError` result with one line saying
 which; `wait_for_review` passes the server's progress notifications on, so clients that reset
@@ -24,9 +28,9 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -46,17 +50,18 @@ from mcp.types import (
     CallToolResult,
     GetPromptRequestParams,
     GetPromptResult,
+    RequestParamsMeta,
     TextContent,
 )
 
 from . import context as context_module
-from . import reconcile
+from . import export, reconcile
 from .agents import DEFAULT_WAIT_S, MAX_WAIT_S
 from .errors import AnnotateError
-from .fields import ANNOTATION, PAGE_NOTE, REPLY
+from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
 from .mcp_http import MCP_PATH
-from .mcp_server import MAX_LIST, _json, _result, _serve_stdio, build_server
-from .models import Annotation, PageNote, Reply, lean_item
+from .mcp_server import MAX_LIST, SELECTIONS, _json, _result, _serve_stdio, build_server
+from .models import Annotation, PageNote, Reply, Summary, lean_item
 from .store import _annotation, _page_note, _reply
 
 __all__ = ["Remote", "build_remote_server", "run_remote"]
@@ -72,7 +77,12 @@ ONE_ITEM = frozenset(
     }
 )
 ITEM_LISTS = frozenset({"list_annotations", "list_page_notes"})
+# Answers that may hold text annotations: their calls ask the server for the notes' selections.
+SELECTED = ONE_ITEM | {"list_annotations"}
 REVIEWS = frozenset({"wait_for_review", "get_review"})
+# A call's `_meta` asking for the selections (mcp_server.SELECTIONS). A key among the extra items
+# RequestParamsMeta allows (PEP 728), which mypy does not model yet: hence the cast.
+ASK_SELECTIONS = cast(RequestParamsMeta, {SELECTIONS: True})
 # Seconds a call may take beyond what it asks for (wait_for_review's `timeout_s`).
 CALL_TIMEOUT_S = 60.0
 
@@ -85,6 +95,11 @@ class RemoteError(Exception):
 _PLAIN = tuple((f.key, f.col) for f in ANNOTATION.answer if not f.decode)
 _PLAIN_NOTE = tuple((f.key, f.col) for f in PAGE_NOTE.answer if not f.decode)
 _PLAIN_REPLY = tuple((f.key, f.col) for f in REPLY.answer)
+
+
+# Per text annotation id, where it was selected on its page: `Store.selections` of the team
+# server, sent in a result's `_meta` when a call asks for them (mcp_server.SELECTIONS).
+Selections = dict[str, dict[str, Any]]
 
 
 class _Row(dict[str, Any]):
@@ -152,11 +167,14 @@ class Checkout:
     def page_file(self, page_url: str) -> str | None:
         return self._locator().page_file(page_url)
 
-    def _moves(self, answer: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    def _moves(
+        self, answer: list[dict[str, Any]], selections: Selections
+    ) -> list[dict[str, Any] | None]:
         """Per item of an answer's JSON, the columns that change where it is as the local files
         say (None: where the server says). Located again by `reconcile.plan` (its replacement,
-        else its quote; an element by its `src`, `href` or text), as `annotate mcp` locates a
-        note whose file changed; one pass, so each file is read once."""
+        else its quote, the copy of it its `selections` name; an element by its `src`, `href`
+        or text), as `annotate mcp` locates a note whose file changed; one pass, so each file is
+        read once."""
         locator = self._locator()
         rows: list[_Row] = []
         keys: dict[str, tuple[Any, ...]] = {}
@@ -167,8 +185,11 @@ class Checkout:
             if "type" not in data or data.get("anchorState") == "removed":
                 continue
             row = _columns(data)
+            picked = selections.get(row["id"]) or {}
+            row.update({f.col: picked.get(f.key) for f in SELECTION})
             local = path or locator.page_file(row["page_url"])
             key = (
+                tuple(row[f.col] for f in SELECTION),
                 data.get("updatedAt"),
                 path,
                 row["source_line_start"],
@@ -187,10 +208,12 @@ class Checkout:
             self._located[row["id"]] = (keys[row["id"]], moved)
         return [self._located[d["id"]][1] if d.get("id") in self._located else None for d in answer]
 
-    def items(self, answer: list[dict[str, Any]]) -> list[Annotation | PageNote]:
+    def items(
+        self, answer: list[dict[str, Any]], selections: Selections | None = None
+    ) -> list[Annotation | PageNote]:
         """The items of an answer's JSON, each annotation where the local files say it is."""
         out: list[Annotation | PageNote] = []
-        for data, moved in zip(answer, self._moves(answer), strict=True):
+        for data, moved in zip(answer, self._moves(answer, selections or {}), strict=True):
             if "type" not in data:
                 path = (data.get("source") or {}).get("path")
                 note = _Row({col: data.get(key) for key, col in _PLAIN_NOTE})
@@ -199,14 +222,18 @@ class Checkout:
                 out.append(_annotation(_Row(_columns(data), **(moved or {})), _replies(data)))
         return out
 
-    def item(self, data: dict[str, Any]) -> Annotation | PageNote:
-        return self.items([data])[0]
+    def item(
+        self, data: dict[str, Any], selections: Selections | None = None
+    ) -> Annotation | PageNote:
+        return self.items([data], selections)[0]
 
-    def answers(self, answer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def answers(
+        self, answer: list[dict[str, Any]], selections: Selections | None = None
+    ) -> list[dict[str, Any]]:
         """Items' JSON as `annotate mcp` on this checkout answers them: the server's, but for
         the notes whose lines differ here."""
         out = []
-        for data, moved in zip(answer, self._moves(answer), strict=True):
+        for data, moved in zip(answer, self._moves(answer, selections or {}), strict=True):
             if moved is None:
                 out.append(data)
                 continue
@@ -223,10 +250,10 @@ class Checkout:
 class _Note:
     """One note for `context.get_context`, which reads it as from a store."""
 
-    def __init__(self, checkout: Checkout, data: dict[str, Any]) -> None:
+    def __init__(self, checkout: Checkout, data: dict[str, Any], selections: Selections) -> None:
         self.project_dir = checkout.project_dir
         self.page_file = checkout.page_file
-        self._item = checkout.item(data)
+        self._item = checkout.item(data, selections)
 
     def get_annotation(self, id: str) -> Annotation | PageNote:
         return self._item
@@ -375,12 +402,19 @@ class Remote:
         *,
         timeout_s: float = CALL_TIMEOUT_S,
         progress: ProgressFnT | None = None,
+        selections: bool = False,
     ) -> CallToolResult:
-        """The team server's answer to one tool call; RemoteError when there is none."""
+        """The team server's answer to one tool call; RemoteError when there is none.
+        `selections`: ask for the text annotations' selections too (`_selections` reads them)."""
+        meta = ASK_SELECTIONS if selections else None
         try:
             async with self._session() as client:
                 return await client.call_tool(
-                    name, arguments, read_timeout_seconds=timeout_s, progress_callback=progress
+                    name,
+                    arguments,
+                    read_timeout_seconds=timeout_s,
+                    progress_callback=progress,
+                    meta=meta,
                 )
         except MCPError as e:
             raise RemoteError(f"The team server at {self.url} refused the call: {e}") from None
@@ -438,6 +472,41 @@ def _with_first(result: CallToolResult, text: str) -> CallToolResult:
     return result.model_copy(update={"content": [first, *result.content[1:]]})
 
 
+def _selections(result: CallToolResult) -> Selections:
+    found = (result.meta or {}).get(SELECTIONS)
+    return found if isinstance(found, dict) else {}
+
+
+def _answered(result: CallToolResult) -> CallToolResult:
+    """`result` as the agent gets it: without the selections asked for the bridge."""
+    if not result.meta or SELECTIONS not in result.meta:
+        return result
+    rest = {k: v for k, v in result.meta.items() if k != SELECTIONS}
+    return result.model_copy(update={"meta": rest or None})
+
+
+async def _listed(
+    remote: Remote, name: str, arguments: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], Selections]:
+    """Every item the listing tool `name` gives for `arguments` (list_annotations page after
+    page), and their selections; RemoteError with the server's message when it refuses."""
+    items: list[dict[str, Any]] = []
+    selections: Selections = {}
+    paged = name == "list_annotations"
+    while True:
+        asked = dict(arguments or {})
+        if paged:
+            asked.update(limit=MAX_LIST, offset=len(items))
+        result = await remote.call(name, asked, selections=paged)
+        if result.is_error:
+            raise RemoteError(" ".join(_texts(result)))
+        found = json.loads(_texts(result)[0])
+        items += found
+        selections.update(_selections(result))
+        if not paged or len(found) < MAX_LIST:
+            return items, selections
+
+
 async def _relocated(
     name: str, result: CallToolResult, checkout: Checkout, remote: Remote
 ) -> CallToolResult:
@@ -446,23 +515,51 @@ async def _relocated(
         return result
     data = json.loads(result.content[0].text)
     if name in ONE_ITEM:
-        return _with_first(result, _json(checkout.answers([data])[0]))
+        return _with_first(result, _json(checkout.answers([data], _selections(result))[0]))
     if name in ITEM_LISTS:
-        return _with_first(result, _json(checkout.answers(data)))
+        return _with_first(result, _json(checkout.answers(data, _selections(result))))
     if name not in REVIEWS:
         return result
     review = data.get("review", data) if name == "wait_for_review" else data
     if not isinstance(review, dict) or not review.get("notes"):
         return result
     # A note's `at` comes from its lines: fetch the notes in full (one listing) and brief them.
-    listed = await remote.call("list_annotations", {"status": "all", "limit": MAX_LIST})
-    if listed.is_error:
-        return result
+    listed, selections = await _listed(remote, "list_annotations", {"status": "all"})
     wanted = {n["id"] for n in review["notes"]}
-    full = [d for d in json.loads(_texts(listed)[0]) if d["id"] in wanted]
-    briefs = {item.id: item.brief() for item in checkout.items(full)}
+    full = [d for d in listed if d["id"] in wanted]
+    briefs = {item.id: item.brief() for item in checkout.items(full, selections)}
     review["notes"] = [briefs.get(n["id"], n) for n in review["notes"]]
     return _with_first(result, _json(data))
+
+
+async def _export(remote: Remote, checkout: Checkout) -> CallToolResult:
+    """get_export from the local Markdown: the notes the export shows (all but the resolved
+    ones) from the server, each where the local files say, written by `export.to_markdown`."""
+    listed, selections = await _listed(remote, "list_annotations")
+    notes, _ = await _listed(remote, "list_page_notes")
+    annotations = [a for a in checkout.items(listed, selections) if isinstance(a, Annotation)]
+    pages = [n for n in checkout.items(notes) if isinstance(n, PageNote)]
+    return _result(export.to_markdown(annotations, pages))
+
+
+async def _summary(remote: Remote, checkout: Checkout) -> CallToolResult:
+    """summary with the anchor states of the local Markdown: the server's counts, but for
+    `anchorStates`, counted over the notes not resolved as the local files locate them."""
+    result = await remote.call("summary", {})
+    if result.is_error:
+        return result
+    data = json.loads(_texts(result)[0])
+    listed, selections = await _listed(remote, "list_annotations")
+    here = [a for a in checkout.items(listed, selections) if isinstance(a, Annotation)]
+    data["anchorStates"] = Summary.count_anchor_states(here)
+    return _with_first(result, _json(data))
+
+
+# Tools answered here from the server's notes (the others: the server's answer, relocated).
+OWN: dict[str, Callable[[Remote, Checkout], Awaitable[CallToolResult]]] = {
+    "get_export": _export,
+    "summary": _summary,
+}
 
 
 def build_remote_server(
@@ -473,8 +570,9 @@ def build_remote_server(
     problem: str | None = None,
 ) -> tuple[MCPServer, Remote]:
     """The stdio server of `annotate mcp --remote`: `annotate mcp`'s tools and prompts, each
-    answered by the team server at `url`, `source` and `get_context` from `project`'s files.
-    `problem`: why there is no project (every tool call answers it)."""
+    answered by the team server at `url`; `source`, `get_context`, `get_export` and `summary`'s
+    anchor states from `project`'s files. `problem`: why there is no project (every tool call
+    answers it)."""
     server = build_server(project)
     lowlevel = server._lowlevel_server
     remote = Remote(url, token_file)
@@ -497,15 +595,24 @@ def build_remote_server(
 
         try:
             if name == "get_context":
-                return await _context(arguments, remote, checkout)
-            result = await remote.call(name, arguments, timeout_s=timeout_s, progress=progress)
+                return _answered(await _context(arguments, remote, checkout))
+            if name in OWN:
+                try:
+                    return await OWN[name](remote, checkout)
+                except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+                    # Listings not shaped as this version reads them (a newer server?): the
+                    # server's own answer.
+                    return _answered(await remote.call(name, arguments))
+            result = await remote.call(
+                name, arguments, timeout_s=timeout_s, progress=progress, selections=name in SELECTED
+            )
         except RemoteError as e:
             return _result(str(e), error=True)
         try:
-            return await _relocated(name, result, checkout, remote)
+            return _answered(await _relocated(name, result, checkout, remote))
         except (RemoteError, ValueError, KeyError, TypeError, AttributeError):
             # An answer not shaped as this version writes them (a newer server?): as it came.
-            return result
+            return _answered(result)
 
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: GetPromptRequestParams
@@ -529,10 +636,10 @@ async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout
     if not isinstance(id, str) or not valid or not 0 <= lines <= context_module.MAX_LINES:
         # The server refuses them with the SDK's own message, as annotate mcp does.
         return await remote.call("get_context", arguments)
-    found = await remote.call("get_annotation", {"id": id})
+    found = await remote.call("get_annotation", {"id": id}, selections=True)
     if found.is_error:
         return found
-    note = _Note(checkout, json.loads(_texts(found)[0]))
+    note = _Note(checkout, json.loads(_texts(found)[0]), _selections(found))
     try:
         return _result(context_module.get_context(note, id, lines).text())
     except AnnotateError as e:

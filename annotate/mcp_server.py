@@ -24,11 +24,18 @@ import anyio
 import anyio.to_thread
 import mcp_types
 import pydantic_core
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field
 
 from . import __version__, chatview, export
@@ -72,6 +79,11 @@ TOOLS = (
 )
 PROMPTS = ("address-review", "address-note")
 PROGRESS_EVERY_S = 10.0
+# Asked for in a tool call's `_meta` by `annotate mcp --remote` (annotate/mcp_remote.py): the
+# result's `_meta` then holds, under this key, `Store.selections` of the text annotations in the
+# answer ({id: {inCode?, occurrence?}}, input-only fields), so the bridge locates them in its
+# checkout as a store would. The content, what the agent's model reads, is the same.
+SELECTIONS = "mkdocs-annotate/selections"
 # A page of list_annotations: an agent's context holds ~50 annotations of indented JSON (~70 kB)
 # comfortably; Claude Code cuts tool output at 25k tokens by default.
 DEFAULT_LIST = 50
@@ -546,7 +558,47 @@ def build_server(
     ) -> str:
         return prompt_text(lambda s: note_walkthrough(s.get_annotation(id)))
 
+    _answer_selections(server, stores)
     return server
+
+
+def _answer_selections(server: MCPServer, stores: _Stores) -> None:
+    """Tool calls that ask for `SELECTIONS` in their `_meta` get them in the result's `_meta`."""
+    lowlevel = server._lowlevel_server
+    entry = lowlevel.get_request_handler("tools/call")
+    if entry is None:  # pragma: no cover - MCPServer registers it on construction
+        return
+    handler = entry.handler
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> Any:
+        result = await handler(ctx, params)
+        if not (params.meta or {}).get(SELECTIONS) or not isinstance(result, CallToolResult):
+            return result
+        first = result.content[0] if result.content else None
+        if result.is_error or not isinstance(first, TextContent):
+            return result
+        ids = _text_ids(first.text)
+        try:
+            found = await anyio.to_thread.run_sync(stores.get().selections, ids) if ids else {}
+        except AnnotateError:
+            return result  # the answer stands; the bridge locates without them
+        return result.model_copy(update={"meta": {**(result.meta or {}), SELECTIONS: found}})
+
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+
+
+def _text_ids(answer: str) -> list[str]:
+    """The ids of the text annotations in an answer's JSON (one item or a list of them)."""
+    try:
+        data = json.loads(answer)
+    except ValueError:
+        return []
+    items = data if isinstance(data, list) else [data]
+    return [
+        i["id"]
+        for i in items
+        if isinstance(i, dict) and i.get("type") == "text" and isinstance(i.get("id"), str)
+    ]
 
 
 def _hint(

@@ -7,6 +7,7 @@ and the MCP tools share, generated from the field table (annotate/fields.py), in
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -440,6 +441,16 @@ class Summary:
     anchor_states: dict[str, int]
     pages: int
     pending_reviews: int
+
+    @staticmethod
+    def count_anchor_states(annotations: Iterable[Annotation]) -> dict[str, int]:
+        """`anchor_states` of these annotations: the text ones not resolved, by anchor state (as
+        `Store.summary` counts them in SQL; `annotate mcp --remote` counts its checkout's)."""
+        counts = dict.fromkeys(ANCHOR_STATES, 0)
+        for a in annotations:
+            if a.type == "text" and a.status != "resolved":
+                counts[a.anchor_state] += 1
+        return counts
 
     @property
     def open_items(self) -> int:

@@ -45,7 +45,7 @@ from .errors import (
     ShowNotFound,
     ValidationError,
 )
-from .fields import ANNOTATION, PAGE_NOTE, REPLY
+from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
 from .filters import Filter
 from .identity import Person, check, hash_token, new_token, parse_role, person_name, same_hash
 from .models import (
@@ -651,6 +651,28 @@ class Store:
             cur = conn.cursor()
             cur.row_factory = None  # plain tuples: a page load reads every note of the page
             return cur.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
+
+    def selections(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Where each of these annotations was selected on its page, as its client reported it
+        (`fields.SELECTION`: `inCode`, `occurrence`, input only): `{id: {key: value}}`, the keys
+        known, for the notes that know either. For `annotate mcp --remote`, which locates the
+        notes in its own checkout (annotate/mcp_remote.py)."""
+        wanted = list(dict.fromkeys(ids))
+        cols = ", ".join(f.col for f in SELECTION)
+        known = " OR ".join(f"{f.col} IS NOT NULL" for f in SELECTION)
+        out: dict[str, dict[str, Any]] = {}
+        with self._tx(write=False) as conn:
+            for at in range(0, len(wanted), IN_CHUNK):
+                some = wanted[at : at + IN_CHUNK]
+                marks = ", ".join("?" * len(some))
+                sql = f"SELECT id, {cols} FROM annotations WHERE id IN ({marks}) AND ({known})"
+                for id, *values in conn.execute(sql, some).fetchall():
+                    out[id] = {
+                        f.key: bool(v) if f.type == "boolean" else v
+                        for f, v in zip(SELECTION, values, strict=True)
+                        if v is not None
+                    }
+        return out
 
     # -- Markdown sources (annotate/reconcile.py) ----------------------------------------------
 

@@ -153,6 +153,8 @@ async def run(notes: int, runs: int) -> None:
             ("list_annotations", {"pageUrl": "/p1/"}),
             ("get_annotation", {"id": ids[5]}),
             ("get_context", {"id": ids[5]}),
+            ("get_export", {}),
+            ("summary", {}),
         ]
         clients: dict[str, Callable[[], Any]] = {
             "stdio": lambda: stdio_client(["mcp", "--project", str(project)], project),

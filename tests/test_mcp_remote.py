@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import annotate
-from annotate.mcp_server import TOOLS
+from annotate.mcp_server import SELECTIONS, TOOLS
 
 from .conftest import element_note, text_note
 from .test_mcp_http import ANNOTATE, INSTALL_MD, Served, make_project, start_server, stop_server
@@ -135,6 +135,44 @@ async def test_answers_from_the_server_lines_from_the_checkout(
         item = store.get_annotation(a.id)
         assert item.status == "addressed"
         assert [r.message for r in item.replies] == ["On it", "pipx"]
+
+
+async def test_selections_travel_in_meta_and_the_answer_stays_the_same(
+    served: Served, tmp_path: Path
+) -> None:
+    """Where a quote was selected (`inCode`, `occurrence`) is in no answer: the bridge asks for it
+    in a call's `_meta` and gets it in the result's, and its own answer to the agent is the
+    server's plain answer, byte for byte, `_meta` and all (no token more for the model)."""
+    with annotate.open(served.project) as store:
+        a = store.add_annotation(text_note(inCode=False, occurrence=1)).id
+        b = store.add_annotation(text_note()).id  # made by a client that reported neither
+        e = store.add_annotation(element_note()).id
+    checkout = make_project(tmp_path / "checkout")
+    tokens = token_file(tmp_path, served.token)
+    ask: Any = {SELECTIONS: True}
+
+    def whole(result: Any) -> str:
+        return json.dumps(result.model_dump(by_alias=True, exclude_none=True))
+
+    async with remote(served.url, tokens, checkout) as agent, served.client() as direct:
+        for name, args, selected in [
+            ("get_annotation", {"id": a}, {a: {"inCode": False, "occurrence": 1}}),
+            ("get_annotation", {"id": b}, {}),
+            ("get_annotation", {"id": e}, {}),
+            ("list_annotations", {}, {a: {"inCode": False, "occurrence": 1}}),
+        ]:
+            plain = await direct.call_tool(name, args)
+            asked = await direct.call_tool(name, args, meta=ask)
+            assert asked.content == plain.content
+            assert asked.meta is not None and asked.meta[SELECTIONS] == selected
+            assert SELECTIONS not in (plain.meta or {})
+            here = await agent.call_tool(name, args)
+            assert whole(here) == whole(plain), name
+        # An error, and a tool that holds no annotation, carry none.
+        missing = await direct.call_tool("get_annotation", {"id": "a_nope"}, meta=ask)
+        assert missing.is_error and SELECTIONS not in (missing.meta or {})
+        counted = await direct.call_tool("summary", {}, meta=ask)
+        assert counted.meta is not None and counted.meta[SELECTIONS] == {}
 
 
 async def test_wait_for_review_through_the_remote(served: Served, tmp_path: Path) -> None:

@@ -64,6 +64,25 @@ def test_add_text_annotation_round_trips(store: Store) -> None:
     assert d["author"] == "ana"
 
 
+def test_selections_are_what_the_page_reported(store: Store) -> None:
+    """`inCode` and `occurrence` are in no answer; `Store.selections` gives them by id (for
+    `annotate mcp --remote`), the keys known, for the notes that know either."""
+    both = store.add_annotation(text_note(inCode=True, occurrence=2)).id
+    first = store.add_annotation(text_note(occurrence=0)).id
+    prose = store.add_annotation(text_note(inCode=False)).id
+    unknown = store.add_annotation(text_note()).id
+    element = store.add_annotation(element_note()).id
+    assert "inCode" not in store.get_annotation(both).to_dict()
+    # More ids than one statement takes, unknown and repeated ones among them.
+    ids = [f"a_{n:010x}" for n in range(1_200)] + [both, first, prose, unknown, element, both]
+    assert store.selections(ids) == {
+        both: {"inCode": True, "occurrence": 2},
+        first: {"occurrence": 0},
+        prose: {"inCode": False},
+    }
+    assert store.selections([]) == {}
+
+
 def test_add_element_annotation(store: Store) -> None:
     a = store.add_annotation(element_note())
     d = store.get_annotation(a.id).to_dict()

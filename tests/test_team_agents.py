@@ -9,8 +9,10 @@ tools (403), a revoked or missing token gets 401; an agent cannot accept through
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,16 +20,17 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client import advertise
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 import annotate
+from annotate.store import project_db_path
 
 from .conftest import text_note
-from .test_mcp_http import bearer_client
+from .test_mcp_http import ANNOTATE, bearer_client
 from .test_mcp_remote import LOCAL_MD, remote, token_file
 from .test_team_server import Running, _project, _serve
 
@@ -258,3 +261,113 @@ async def test_behind_the_sso_proxy_the_mcp_endpoint_takes_the_bearer_only(tmp_p
     finally:
         out = server.stop()
     assert "Traceback" not in out, out
+
+
+# The team server's Markdown: a command in prose (line 3) and in a code block (line 6); a page
+# that does not hold it yet; a page the agent deleted (not in its checkout).
+SERVER_MD = (
+    "# Install\n\nRun pip install mkdocs-annotate in a shell.\n\n"
+    "```console\npip install mkdocs-annotate\n```\n"
+)
+# The agent's checkout: two paragraphs on top move the prose copy to line 7, the code copy to 10
+# (line 6, where the server saw the code copy, is now next to the prose one); the other page got
+# the command twice, under two headings (lines 5 and 9), with the same text around it.
+CHECKOUT_MD = "# Install\n\nA new first paragraph.\n\nAnother one.\n\n" + SERVER_MD[11:]
+TWICE_MD = "# Twice\n\n## Linux\n\n{0}\n\n## Windows\n\n{0}\n".format(
+    "Run pip install mkdocs-annotate in a shell."
+)
+# A note's `path:lines` in a line of the Markdown export, and its id.
+EXPORTED_AT = re.compile(r" — `([^`]+)` \(id: `([^`]+)`\)$")
+
+
+def _write_pages(root: Path, pages: dict[str, str]) -> None:
+    (root / "docs" / "guide").mkdir(parents=True, exist_ok=True)
+    (root / "mkdocs.yml").write_text("site_name: test\n")
+    for name, markdown in pages.items():
+        (root / "docs" / "guide" / name).write_text(markdown)
+
+
+def _at(item: dict[str, Any]) -> str:
+    source = item["source"]
+    start, end = source["lineStart"], source["lineEnd"]
+    return f"{source['path']}:{start}" + ("" if start == end else f"-{end}")
+
+
+async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_path: Path) -> None:
+    """Through `annotate mcp --remote`, after the agent's edit moved the lines: `get_export`'s
+    `path:lines` and `summary`'s anchor counts agree with `get_annotation`, all from the
+    checkout; where the page said a quote was selected (`inCode`, `occurrence`: in no answer)
+    picks the right copy of a repeated quote; and these answers are those of `annotate mcp`
+    on the same store and checkout."""
+    _write_pages(
+        team.project,
+        {
+            "install.md": SERVER_MD,
+            "twice.md": "# Twice\n\nComing soon.\n",
+            "gone.md": "# Gone\n\nRun pip install mkdocs-annotate in a shell.\n",
+        },
+    )
+    bare = {"exact": "pip install mkdocs-annotate", "prefix": "", "suffix": ""}
+    store = team.store
+    code = store.add_annotation(text_note(quote=bare, inCode=True, occurrence=0)).id
+    prose = store.add_annotation(text_note(inCode=False, occurrence=0)).id
+    twice = text_note(pageUrl="/guide/twice/", pageTitle="Twice", inCode=False, occurrence=1)
+    second = store.add_annotation(twice).id
+    gone = store.add_annotation(text_note(pageUrl="/guide/gone/", pageTitle="Gone")).id
+    done = store.add_annotation(text_note(quote=bare, note="Done already.")).id
+    store.accept(done)  # resolved: in neither the export nor the anchor counts
+    page = store.add_page_note({"pageUrl": "/guide/install/", "note": "Whole page"}).id
+    store.add_reply(page, "Which part?", role="agent")
+    ids = [team.note, code, prose, second, gone]
+    assert store.get_annotation(code).source.line_start == 6  # type: ignore[union-attr]
+    assert store.get_annotation(second).source is None  # not on the server's page yet
+
+    checkout = tmp_path / "checkout"
+    _write_pages(checkout, {"install.md": CHECKOUT_MD, "twice.md": TWICE_MD})
+    tokens = token_file(tmp_path, team.tokens["ci-agent"])
+    async with remote(team.url, tokens, checkout) as agent:
+        got = {}
+        for id in ids:
+            got[id] = json.loads(_text(await agent.call_tool("get_annotation", {"id": id})))
+        listed = json.loads(_text(await agent.call_tool("list_annotations", {})))
+        exported = _text(await agent.call_tool("get_export", {}))
+        summary = _text(await agent.call_tool("summary", {}))
+        context = _text(await agent.call_tool("get_context", {"id": second, "lines": 0}))
+
+    # The copy the reviewer selected: the code block's, not the prose one now nearer line 6;
+    # the second of two alike, not the first.
+    assert _at(got[code]) == "docs/guide/install.md:10"
+    assert _at(got[prose]) == "docs/guide/install.md:7"
+    assert _at(got[second]) == "docs/guide/twice.md:9"
+    assert context.endswith("> 9 | Run pip install mkdocs-annotate in a shell.")
+    assert {id: a["anchorState"] for id, a in got.items()} == {
+        **dict.fromkeys(ids, "anchored"),
+        gone: "orphaned",  # anchored on the server, whose docs still have the page
+    }
+    assert {a["id"]: a for a in listed} == got
+    # The export names each note at the lines get_annotation gives.
+    where = {m[2]: m[1] for line in exported.splitlines() if (m := EXPORTED_AT.search(line))}
+    assert where == {id: _at(a) for id, a in got.items()}
+    assert "Whole page" in exported and "Which part?" in exported and "Done already" not in exported
+    counts = json.loads(summary)["anchorStates"]
+    assert counts == {"anchored": 4, "stale": 0, "orphaned": 1, "removed": 0}
+    assert counts == {**counts, **Counter(a["anchorState"] for a in listed)}
+
+    # `annotate mcp` on the same store, reading the same checkout, answers alike. Last: it
+    # writes the lines it finds into the store the server reads.
+    db = team.db or str(project_db_path(team.project))
+    params = StdioServerParameters(
+        command=ANNOTATE, args=["mcp", "--project", str(checkout), "--db", db], cwd=str(checkout)
+    )
+    async with Client(params, read_timeout_seconds=40) as local:
+        here = {}
+        for id in ids:
+            here[id] = json.loads(_text(await local.call_tool("get_annotation", {"id": id})))
+        local_export = _text(await local.call_tool("get_export", {}))
+        local_summary = _text(await local.call_tool("summary", {}))
+    assert {id: (a["source"], a["anchorState"]) for id, a in here.items()} == {
+        id: (a["source"], a["anchorState"]) for id, a in got.items()
+    }
+    # Byte for byte, but for the minute of the export.
+    assert exported.split("\n", 2)[2] == local_export.split("\n", 2)[2]
+    assert summary == local_summary
