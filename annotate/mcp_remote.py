@@ -54,6 +54,7 @@ from mcp.types import (
     TextContent,
 )
 
+from . import build as builds
 from . import context as context_module
 from . import export, reconcile
 from .agents import DEFAULT_WAIT_S, MAX_WAIT_S
@@ -160,6 +161,9 @@ class Checkout:
         # in a file not changed here is not looked for again (a listing asks for the same notes
         # call after call).
         self._located: dict[str, tuple[tuple[Any, ...], dict[str, Any] | None]] = {}
+        # The checkout's branch and commit (annotate/build.py): the export names notes made on
+        # another build, as `annotate mcp` run here would.
+        self.build = builds.Current(self.project_dir)
 
     def _locator(self) -> reconcile.Locator:
         return reconcile.Locator(self.project_dir, registered=self._pages.get)
@@ -532,31 +536,36 @@ async def _relocated(
     return _with_first(result, _json(data))
 
 
-async def _export(remote: Remote, checkout: Checkout) -> CallToolResult:
+async def _export(remote: Remote, checkout: Checkout, arguments: dict[str, Any]) -> CallToolResult:
     """get_export from the local Markdown: the notes the export shows (all but the resolved
-    ones) from the server, each where the local files say, written by `export.to_markdown`."""
+    ones) from the server, each where the local files say, written by `export.to_markdown` on
+    the checkout's build (as `annotate mcp` in the checkout would)."""
     listed, selections = await _listed(remote, "list_annotations")
     notes, _ = await _listed(remote, "list_page_notes")
     annotations = [a for a in checkout.items(listed, selections) if isinstance(a, Annotation)]
     pages = [n for n in checkout.items(notes) if isinstance(n, PageNote)]
-    return _result(export.to_markdown(annotations, pages))
+    return _result(export.to_markdown(annotations, pages, current=checkout.build()))
 
 
-async def _summary(remote: Remote, checkout: Checkout) -> CallToolResult:
+async def _summary(remote: Remote, checkout: Checkout, arguments: dict[str, Any]) -> CallToolResult:
     """summary with the anchor states of the local Markdown: the server's counts, but for
-    `anchorStates`, counted over the notes not resolved as the local files locate them."""
-    result = await remote.call("summary", {})
+    `anchorStates`, counted over the notes not resolved (of the `branch` asked for) as the
+    local files locate them."""
+    result = await remote.call("summary", arguments)
     if result.is_error:
         return result
     data = json.loads(_texts(result)[0])
-    listed, selections = await _listed(remote, "list_annotations")
+    branch = arguments.get("branch")
+    listed, selections = await _listed(
+        remote, "list_annotations", {"branch": branch} if branch else None
+    )
     here = [a for a in checkout.items(listed, selections) if isinstance(a, Annotation)]
     data["anchorStates"] = Summary.count_anchor_states(here)
     return _with_first(result, _json(data))
 
 
 # Tools answered here from the server's notes (the others: the server's answer, relocated).
-OWN: dict[str, Callable[[Remote, Checkout], Awaitable[CallToolResult]]] = {
+OWN: dict[str, Callable[[Remote, Checkout, dict[str, Any]], Awaitable[CallToolResult]]] = {
     "get_export": _export,
     "summary": _summary,
 }
@@ -598,7 +607,7 @@ def build_remote_server(
                 return _answered(await _context(arguments, remote, checkout))
             if name in OWN:
                 try:
-                    return await OWN[name](remote, checkout)
+                    return await OWN[name](remote, checkout, arguments)
                 except (ValueError, KeyError, TypeError, AttributeError, IndexError):
                     # Listings not shaped as this version reads them (a newer server?): the
                     # server's own answer.

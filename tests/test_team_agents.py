@@ -332,6 +332,8 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
         listed = json.loads(_text(await agent.call_tool("list_annotations", {})))
         exported = _text(await agent.call_tool("get_export", {}))
         summary = _text(await agent.call_tool("summary", {}))
+        # No note was made on this branch: the server's counts and the checkout's say so.
+        other = _text(await agent.call_tool("summary", {"branch": "feature/x"}))
         context = _text(await agent.call_tool("get_context", {"id": second, "lines": 0}))
 
     # The copy the reviewer selected: the code block's, not the prose one now nearer line 6;
@@ -352,6 +354,7 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
     counts = json.loads(summary)["anchorStates"]
     assert counts == {"anchored": 4, "stale": 0, "orphaned": 1, "removed": 0}
     assert counts == {**counts, **Counter(a["anchorState"] for a in listed)}
+    assert json.loads(other)["anchorStates"] == dict.fromkeys(counts, 0)
 
     # `annotate mcp` on the same store, reading the same checkout, answers alike. Last: it
     # writes the lines it finds into the store the server reads.
@@ -365,9 +368,11 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
             here[id] = json.loads(_text(await local.call_tool("get_annotation", {"id": id})))
         local_export = _text(await local.call_tool("get_export", {}))
         local_summary = _text(await local.call_tool("summary", {}))
+        local_other = _text(await local.call_tool("summary", {"branch": "feature/x"}))
     assert {id: (a["source"], a["anchorState"]) for id, a in here.items()} == {
         id: (a["source"], a["anchorState"]) for id, a in got.items()
     }
     # Byte for byte, but for the minute of the export.
     assert exported.split("\n", 2)[2] == local_export.split("\n", 2)[2]
     assert summary == local_summary
+    assert other == local_other
