@@ -128,52 +128,101 @@ def _params(params: Any) -> Any:
 
 class Cursor:
     """The part of `sqlite3.Cursor` the store uses, over a psycopg cursor. `row_factory = None`
-    gives plain tuples, as on SQLite."""
+    gives plain tuples, as on SQLite.
 
-    def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
+    In a transaction its statement is pipelined (`PgDb.transaction`): sent at once, its result
+    waited for only when read (`fetch…`, `description`, `rowcount`), together with every
+    statement sent before it; one never read arrives with the commit."""
+
+    def __init__(self, raw: Any, conn: Connection) -> None:
         self._raw = raw
-        self._translate = translate
+        self._conn = conn
         self.row_factory: Any = Row
+        self._queued = False  # sent in a pipeline, its result not received yet
+        # What it answered, kept at the end of its transaction (`Connection.keep`).
+        self._kept: tuple[Any, int, list[tuple[Any, ...]]] | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
+        self._kept = None
         try:
             self._raw.execute(postgres_sql(sql), _params(params))
         except _psycopg().Error as e:
-            raise self._translate(e) from None
+            raise self._conn.fail(e) from None
+        self._queue()
         return self
 
     def executemany(self, sql: str, rows: Any) -> Cursor:
+        self._kept = None
         try:
             self._raw.executemany(postgres_sql(sql), [_params(r) for r in rows])
         except _psycopg().Error as e:
-            raise self._translate(e) from None
+            raise self._conn.fail(e) from None
+        self._queue()
         return self
+
+    def _queue(self) -> None:
+        if self._conn.pipelined:
+            self._queued = True
+            self._conn.queued.append(self)
+
+    def _ready(self) -> None:
+        """Wait for this statement's result (one round trip for all those sent so far)."""
+        if self._queued:
+            self._queued = False
+            if self._raw.pgresult is None:
+                self._conn.sync()
+
+    def _keep(self) -> None:
+        """Read the result now, while the connection is still this transaction's."""
+        if self._queued:
+            self._queued = False
+            raw = self._raw
+            rows = raw.fetchall() if raw.description is not None else []
+            self._kept = (raw.description, raw.rowcount, rows)
 
     @property
     def description(self) -> Any:
+        if self._kept is not None:
+            return self._kept[0]
+        self._ready()
         return self._raw.description
 
     @property
     def rowcount(self) -> int:
+        if self._kept is not None:
+            return self._kept[1]
+        self._ready()
         count: int = self._raw.rowcount
         return count
 
     def _wrap(self, rows: list[tuple[Any, ...]]) -> list[Any]:
         if self.row_factory is None or not rows:
             return rows
-        cls = _row_class(tuple(d.name for d in self._raw.description))
+        cls = _row_class(tuple(d.name for d in self.description))
         return [cls(r) for r in rows]
 
-    def fetchall(self) -> list[Any]:
-        if self._raw.description is None:
+    def _rows(self, one: bool) -> list[tuple[Any, ...]]:
+        if self._kept is not None:
+            rows = self._kept[2]
+            taken = rows[:1] if one else rows[:]
+            del rows[: len(taken)]
+            return taken
+        if self.description is None:
             return []
-        return self._wrap(self._raw.fetchall())
+        try:
+            if one:
+                row = self._raw.fetchone()
+                return [] if row is None else [row]
+            return list(self._raw.fetchall())
+        except _psycopg().Error as e:
+            raise self._conn.fail(e) from None
+
+    def fetchall(self) -> list[Any]:
+        return self._wrap(self._rows(one=False))
 
     def fetchone(self) -> Any:
-        if self._raw.description is None:
-            return None
-        row = self._raw.fetchone()
-        return None if row is None else self._wrap([row])[0]
+        rows = self._wrap(self._rows(one=True))
+        return rows[0] if rows else None
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
@@ -185,9 +234,12 @@ class Connection:
     def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
         self._raw = raw
         self._translate = translate
+        self._pipeline: Any = None  # psycopg's Pipeline while in a transaction
+        self.queued: list[Cursor] = []
+        self.failed = False  # a statement of this transaction failed (its error was raised)
 
     def cursor(self) -> Cursor:
-        return Cursor(self._raw.cursor(), self._translate)
+        return Cursor(self._raw.cursor(), self)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
         return self.cursor().execute(sql, params)
@@ -197,7 +249,32 @@ class Connection:
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._raw.info.transaction_status != 0)  # 0: idle
+        return self.pipelined or bool(self._raw.info.transaction_status != 0)  # 0: idle
+
+    @property
+    def pipelined(self) -> bool:
+        return self._pipeline is not None
+
+    def fail(self, error: BaseException) -> AnnotateError:
+        """The library error for a failed statement; the transaction is lost."""
+        self.failed = True
+        return self._translate(error)
+
+    def sync(self) -> None:
+        """Send every statement queued so far and wait for all their results."""
+        if self._pipeline is None:
+            raise StoreError("a statement's result was read after its transaction ended")
+        try:
+            self._pipeline.sync()
+        except _psycopg().Error as e:
+            raise self.fail(e) from None
+
+    def keep(self) -> None:
+        """The transaction committed: the results not read yet are read now, so that reading
+        them afterwards does not touch a connection back in the pool."""
+        for cursor in self.queued:
+            cursor._keep()
+        self.queued = []
 
 
 class _OneShot:
@@ -411,37 +488,53 @@ class PgDb:
 
     @contextlib.contextmanager
     def transaction(self, write: bool) -> Iterator[Any]:
-        """One transaction: writes serialised by the advisory lock, reads on one snapshot."""
+        """One transaction: writes serialised by the advisory lock, reads on one snapshot.
+
+        It runs in psycopg's pipeline mode, so a statement costs a round trip only when its
+        result is read: `BEGIN` (and the lock) travel with the first statement, writes whose
+        result is not read (the change row, `NOTIFY`) with the next read, and `COMMIT` with
+        the results nobody read yet. A failed statement raises its error at the next read or at
+        the commit, before anything else the transaction went on to do: statements after it
+        are skipped by the server and the transaction is rolled back, as before.
+        """
+        psycopg = _psycopg()
         with self._borrow() as conn:
             raw = conn._raw
+            failure: BaseException | None = None
             try:
-                if write:
-                    # One round trip: without parameters psycopg sends both as one simple query.
-                    raw.execute(
-                        "BEGIN ISOLATION LEVEL READ COMMITTED; "
-                        f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
-                    )
-                else:
-                    raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            except _psycopg().Error as e:
-                _rollback(raw)
-                raise self._translate(e) from None
-            self._local.tx = conn
-            try:
-                yield conn
-            except BaseException as e:
-                _rollback(raw)
-                if isinstance(e, _psycopg().Error):
-                    raise self._translate(e) from None
-                raise
-            else:
-                try:
-                    raw.execute("COMMIT")
-                except _psycopg().Error as e:
-                    _rollback(raw)
-                    raise self._translate(e) from None
+                with raw.pipeline() as pipeline:
+                    conn._pipeline, conn.failed = pipeline, False
+                    if write:
+                        raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED", prepare=False)
+                        raw.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})", prepare=False)
+                    else:
+                        raw.execute(
+                            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", prepare=False
+                        )
+                    self._local.tx = conn
+                    try:
+                        yield conn
+                    except BaseException as e:
+                        failure = e
+                    else:
+                        raw.execute("COMMIT", prepare=False)
+            except psycopg.Error as e:
+                # A statement sent before the failure failed first, unless its error was already
+                # raised: then this is only the rest of the pipeline, skipped by the server.
+                if failure is None or not conn.failed:
+                    failure = e
             finally:
                 self._local.tx = None
+                conn._pipeline = None
+            if failure is None:
+                conn.keep()
+                return
+            _rollback(raw)
+            if raw.info.transaction_status != 0 or raw.pgconn.pipeline_status != 0:
+                raw.close()  # in no state to serve again: the pool replaces it
+            if isinstance(failure, psycopg.Error):
+                raise self._translate(failure) from None
+            raise failure
 
     def notify(self, conn: Any) -> None:
         """Wake the other servers at this transaction's commit (PostgreSQL sends one
@@ -456,6 +549,9 @@ class PgDb:
         state = getattr(error, "sqlstate", None) or ""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         text = text.replace(self.url, self.name)
+        if isinstance(error, psycopg.errors.PipelineAborted):
+            # Only ever the statements after one that failed, whose own error is the one to say.
+            return StoreError(f"{self.name}: the transaction was aborted by an earlier error")
         if isinstance(error, psycopg.OperationalError) and not state:
             return StoreUnreachableError(self.name, text)
         if state.startswith("08") or state in ("57P01", "57P02", "57P03", "3D000", "28P01"):
