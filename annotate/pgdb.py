@@ -6,6 +6,9 @@ several servers (docs/storage.md).
 come from a `psycopg_pool` pool; the store's SQL is SQLite's, rewritten once per statement by
 `postgres_sql` (`?` placeholders, `IS ?`), and rows answer by index and by name as `sqlite3.Row`s do.
 
+A transaction's statements are queued and sent together, in one message, when a result is
+read or at the commit (`PgDb.transaction`): a round trip per read, not per statement.
+
 Every write transaction first takes one transaction-level advisory lock, so writes are serialised
 as SQLite's `BEGIN IMMEDIATE` serialises them: a verb reads the latest row and writes in one go,
 `claim_review` hands a review to one agent only, and the change feed's sequence numbers become
@@ -126,102 +129,84 @@ def _params(params: Any) -> Any:
     return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
 
 
+# What a statement answered: its columns (None: no rows), the rows it touched, its rows.
+Result = tuple[Any, int, list[tuple[Any, ...]]]
+
+
+def _result(raw: Any) -> Result:
+    rows = raw.fetchall() if raw.description is not None else []
+    return raw.description, raw.rowcount, rows
+
+
 class Cursor:
     """The part of `sqlite3.Cursor` the store uses, over a psycopg cursor. `row_factory = None`
     gives plain tuples, as on SQLite.
 
-    In a transaction its statement is pipelined (`PgDb.transaction`): sent at once, its result
-    waited for only when read (`fetch…`, `description`, `rowcount`), together with every
-    statement sent before it; one never read arrives with the commit."""
+    In a transaction a statement is only queued (`Connection.send_later`): it reaches the
+    server when its result or a later one's is read (`fetch…`, `description`, `rowcount`), or
+    at the commit, together with every statement queued before it."""
 
     def __init__(self, raw: Any, conn: Connection) -> None:
         self._raw = raw
         self._conn = conn
         self.row_factory: Any = Row
-        self._queued = False  # sent in a pipeline, its result not received yet
-        # What it answered, kept at the end of its transaction (`Connection.keep`).
-        self._kept: tuple[Any, int, list[tuple[Any, ...]]] | None = None
+        self._done: Result | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
-        self._kept = None
+        self._done = None
+        if self._conn.batching:
+            self._conn.send_later(self, postgres_sql(sql), _params(params))
+            return self
         try:
             self._raw.execute(postgres_sql(sql), _params(params))
+            self._done = _result(self._raw)
         except _psycopg().Error as e:
             raise self._conn.fail(e) from None
-        self._queue()
         return self
 
     def executemany(self, sql: str, rows: Any) -> Cursor:
-        self._kept = None
+        self._done = None
+        if self._conn.batching:
+            for row in rows:
+                self._conn.send_later(None, postgres_sql(sql), _params(row))
+            self._done = (None, -1, [])  # how many rows: not known (DB-API's -1)
+            return self
         try:
             self._raw.executemany(postgres_sql(sql), [_params(r) for r in rows])
+            self._done = (None, self._raw.rowcount, [])
         except _psycopg().Error as e:
             raise self._conn.fail(e) from None
-        self._queue()
         return self
 
-    def _queue(self) -> None:
-        if self._conn.pipelined:
-            self._queued = True
-            self._conn.queued.append(self)
-
-    def _ready(self) -> None:
-        """Wait for this statement's result (one round trip for all those sent so far)."""
-        if self._queued:
-            self._queued = False
-            if self._raw.pgresult is None:
-                self._conn.sync()
-
-    def _keep(self) -> None:
-        """Read the result now, while the connection is still this transaction's."""
-        if self._queued:
-            self._queued = False
-            raw = self._raw
-            rows = raw.fetchall() if raw.description is not None else []
-            self._kept = (raw.description, raw.rowcount, rows)
+    def _answer(self) -> Result:
+        if self._done is None:
+            self._conn.flush()
+        if self._done is None:
+            raise StoreError("a statement's result was read after its transaction failed")
+        return self._done
 
     @property
     def description(self) -> Any:
-        if self._kept is not None:
-            return self._kept[0]
-        self._ready()
-        return self._raw.description
+        return self._answer()[0]
 
     @property
     def rowcount(self) -> int:
-        if self._kept is not None:
-            return self._kept[1]
-        self._ready()
-        count: int = self._raw.rowcount
-        return count
+        return self._answer()[1]
 
-    def _wrap(self, rows: list[tuple[Any, ...]]) -> list[Any]:
-        if self.row_factory is None or not rows:
-            return rows
-        cls = _row_class(tuple(d.name for d in self.description))
-        return [cls(r) for r in rows]
-
-    def _rows(self, one: bool) -> list[tuple[Any, ...]]:
-        if self._kept is not None:
-            rows = self._kept[2]
-            taken = rows[:1] if one else rows[:]
-            del rows[: len(taken)]
+    def _take(self, one: bool) -> list[Any]:
+        description, _, rows = self._answer()
+        taken = rows[:1] if one else rows[:]
+        del rows[: len(taken)]
+        if self.row_factory is None or not taken:
             return taken
-        if self.description is None:
-            return []
-        try:
-            if one:
-                row = self._raw.fetchone()
-                return [] if row is None else [row]
-            return list(self._raw.fetchall())
-        except _psycopg().Error as e:
-            raise self._conn.fail(e) from None
+        cls = _row_class(tuple(d.name for d in description))
+        return [cls(r) for r in taken]
 
     def fetchall(self) -> list[Any]:
-        return self._wrap(self._rows(one=False))
+        return self._take(one=False)
 
     def fetchone(self) -> Any:
-        rows = self._wrap(self._rows(one=True))
+        rows = self._take(one=True)
         return rows[0] if rows else None
 
     def __iter__(self) -> Iterator[Any]:
@@ -229,14 +214,22 @@ class Cursor:
 
 
 class Connection:
-    """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection."""
+    """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection.
+
+    In a transaction (`PgDb.transaction`) statements are queued and sent as one message (the
+    simple query protocol, parameters bound by psycopg on this side): one round trip for all of
+    them, which psycopg's own pipeline mode does not give (it sends and polls per statement)."""
 
     def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
         self._raw = raw
         self._translate = translate
-        self._pipeline: Any = None  # psycopg's Pipeline while in a transaction
-        self.queued: list[Cursor] = []
-        self.failed = False  # a statement of this transaction failed (its error was raised)
+        # In a transaction: the statements not sent yet, each with the cursor its answer is for.
+        self._batch: list[tuple[Cursor | None, str]] | None = None
+        self._binder: Any = None
+        self._opening = 0
+        self.sent = False  # something of this transaction reached the server
+        # The error of the statement of this transaction that failed (raised already).
+        self.failure: AnnotateError | None = None
 
     def cursor(self) -> Cursor:
         return Cursor(self._raw.cursor(), self)
@@ -249,32 +242,63 @@ class Connection:
 
     @property
     def in_transaction(self) -> bool:
-        return self.pipelined or bool(self._raw.info.transaction_status != 0)  # 0: idle
+        return self.batching or bool(self._raw.info.transaction_status != 0)  # 0: idle
 
     @property
-    def pipelined(self) -> bool:
-        return self._pipeline is not None
+    def batching(self) -> bool:
+        return self._batch is not None
+
+    def begin(self, *statements: str) -> None:
+        """Start queueing: `statements` open the transaction, sent with its first read."""
+        self._batch = [(None, s) for s in statements]
+        self._opening = len(statements)
+        self.sent = False
+        self.failure = None
+
+    @property
+    def unsent(self) -> bool:
+        """Whether statements of the code (not only the opening ones) wait to be sent."""
+        batch = self._batch or []
+        return len(batch) > (0 if self.sent else self._opening)
+
+    def end(self) -> None:
+        self._batch = None
 
     def fail(self, error: BaseException) -> AnnotateError:
         """The library error for a failed statement; the transaction is lost."""
-        self.failed = True
-        return self._translate(error)
+        self.failure = self._translate(error)
+        return self.failure
 
-    def sync(self) -> None:
-        """Send every statement queued so far and wait for all their results."""
-        if self._pipeline is None:
-            raise StoreError("a statement's result was read after its transaction ended")
+    def send_later(self, cursor: Cursor | None, sql: str, params: Any) -> None:
+        assert self._batch is not None
+        psycopg = _psycopg()
+        if self._binder is None:
+            self._binder = psycopg.ClientCursor(self._raw)
         try:
-            self._pipeline.sync()
+            text = self._binder.mogrify(sql, params)
+        except psycopg.Error as e:
+            raise self.fail(e) from None
+        self._batch.append((cursor, text))
+
+    def flush(self) -> None:
+        """Send every queued statement in one message and keep each one's answer. The server
+        runs them in order and skips the rest after one that fails, whose error is raised."""
+        batch = self._batch
+        if not batch:
+            return
+        self._batch = []
+        self.sent = True
+        raw = self._raw.cursor()
+        try:
+            # Without parameters psycopg sends the text as it is, in one simple query.
+            raw.execute(";\n".join(text for _, text in batch))
+            for i, (cursor, _) in enumerate(batch):
+                if i:
+                    raw.nextset()
+                if cursor is not None:
+                    cursor._done = _result(raw)
         except _psycopg().Error as e:
             raise self.fail(e) from None
-
-    def keep(self) -> None:
-        """The transaction committed: the results not read yet are read now, so that reading
-        them afterwards does not touch a connection back in the pool."""
-        for cursor in self.queued:
-            cursor._keep()
-        self.queued = []
 
 
 class _OneShot:
@@ -490,50 +514,46 @@ class PgDb:
     def transaction(self, write: bool) -> Iterator[Any]:
         """One transaction: writes serialised by the advisory lock, reads on one snapshot.
 
-        It runs in psycopg's pipeline mode, so a statement costs a round trip only when its
-        result is read: `BEGIN` (and the lock) travel with the first statement, writes whose
-        result is not read (the change row, `NOTIFY`) with the next read, and `COMMIT` with
-        the results nobody read yet. A failed statement raises its error at the next read or at
-        the commit, before anything else the transaction went on to do: statements after it
-        are skipped by the server and the transaction is rolled back, as before.
+        Its statements are queued and sent together when a result is read, so a round trip is
+        paid per read rather than per statement: `BEGIN` (and the lock) travel with the first
+        read, writes whose result is not read (the change row, `NOTIFY`) with the next one, and
+        `COMMIT` with the results read after it (`Cursor`). A statement that fails raises its
+        error there, before anything the code went on to do after sending it, and nothing of
+        the transaction is stored, as when each statement was sent on its own.
         """
-        psycopg = _psycopg()
         with self._borrow() as conn:
             raw = conn._raw
+            if write:
+                conn.begin(
+                    "BEGIN ISOLATION LEVEL READ COMMITTED",
+                    f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})",
+                )
+            else:
+                conn.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            self._local.tx = conn
             failure: BaseException | None = None
             try:
-                with raw.pipeline() as pipeline:
-                    conn._pipeline, conn.failed = pipeline, False
-                    if write:
-                        raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED", prepare=False)
-                        raw.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})", prepare=False)
-                    else:
-                        raw.execute(
-                            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", prepare=False
-                        )
-                    self._local.tx = conn
+                yield conn
+                conn.send_later(None, "COMMIT", ())
+                conn.flush()
+            except BaseException as e:
+                failure = e
+                if conn.failure is None and conn.unsent:
+                    # Statements queued before the failure ran before it when each was sent on
+                    # its own: an error of theirs is the one to raise.
                     try:
-                        yield conn
-                    except BaseException as e:
-                        failure = e
-                    else:
-                        raw.execute("COMMIT", prepare=False)
-            except psycopg.Error as e:
-                # A statement sent before the failure failed first, unless its error was already
-                # raised: then this is only the rest of the pipeline, skipped by the server.
-                if failure is None or not conn.failed:
-                    failure = e
+                        conn.flush()
+                    except AnnotateError as first:
+                        failure = first
             finally:
                 self._local.tx = None
-                conn._pipeline = None
+                conn.end()
             if failure is None:
-                conn.keep()
                 return
-            _rollback(raw)
-            if raw.info.transaction_status != 0 or raw.pgconn.pipeline_status != 0:
-                raw.close()  # in no state to serve again: the pool replaces it
-            if isinstance(failure, psycopg.Error):
-                raise self._translate(failure) from None
+            if conn.sent:
+                _rollback(raw)
+                if raw.info.transaction_status != 0:
+                    raw.close()  # in no state to serve again: the pool replaces it
             raise failure
 
     def notify(self, conn: Any) -> None:
@@ -549,9 +569,6 @@ class PgDb:
         state = getattr(error, "sqlstate", None) or ""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         text = text.replace(self.url, self.name)
-        if isinstance(error, psycopg.errors.PipelineAborted):
-            # Only ever the statements after one that failed, whose own error is the one to say.
-            return StoreError(f"{self.name}: the transaction was aborted by an earlier error")
         if isinstance(error, psycopg.OperationalError) and not state:
             return StoreUnreachableError(self.name, text)
         if state.startswith("08") or state in ("57P01", "57P02", "57P03", "3D000", "28P01"):

@@ -1,25 +1,28 @@
-"""Transactions in pipeline mode on PostgreSQL (annotate/pgdb.py `PgDb.transaction`): a statement
-is waited for only when its result is read, so a failed one raises at the next read or at the
-commit. Each failure is the error it was before, nothing of the transaction is stored, and the
-store goes on working. Failures are made for real: a constraint or a trigger in the database."""
+"""Transactions on PostgreSQL send their statements in batches (annotate/pgdb.py
+`PgDb.transaction`): a statement reaches the server with the next read or the commit, so a
+failed one raises there. Each failure is the error it was before, nothing of the transaction is
+stored, and the store goes on working; failures are made for real, by a constraint or a trigger
+in the database. And the round trips each verb of the REST hot path costs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+from psycopg import Cursor
 
 import annotate
 from annotate.store import Store
 
-from .conftest import text_note
+from .conftest import text_note, write_project
 
 
 @pytest.fixture
 def store(tmp_path: Path, pg_url: str) -> Iterator[Store]:
-    (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
     made = annotate.open(tmp_path, db=pg_url)
     yield made
     made.close()
@@ -40,8 +43,9 @@ def counts(url: str) -> tuple[object, ...]:
 
 
 def test_a_refused_change_row_fails_the_reply_and_stores_nothing(store: Store, pg_url: str) -> None:
-    """The change row and NOTIFY are sent unread after the reply and the update: the
-    violation arrives with the commit, as the same error, and the reply is not stored."""
+    """The change row and NOTIFY are sent unread after the reply and the update, and the reads
+    of the answer with the commit: the violation arrives there, as the same error, and the
+    reply is not stored."""
     a = store.add_annotation(text_note())
     execute(
         pg_url,
@@ -132,3 +136,42 @@ def test_a_server_gone_before_a_read_is_unreachable(store: Store, pg_url: str) -
         conn.execute("SELECT 1").fetchone()
     assert counts(pg_url)[2] == 0
     assert store.add_annotation(text_note()).note == text_note()["note"]
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The messages psycopg sends (outside pipeline mode, which the store does not use, each
+    waits for its answer: one round trip)."""
+    sent: list[str] = []
+    execute = Cursor.execute
+
+    def counted(self: Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(Cursor, "execute", counted)
+    return sent
+
+
+def test_round_trips_of_the_rest_hot_path(store: Store, round_trips: list[str]) -> None:
+    """A write is one round trip to read what it checks (with BEGIN and the lock) and one for
+    its writes, its answer and COMMIT; a new note needs no read before its writes; a listing
+    is one for the stale check and one for the notes, their replies and COMMIT; the feed one."""
+    a = store.add_annotation(text_note())
+    store.add_reply(a.id, "warm")
+
+    def trips(call: Callable[[], object]) -> int:
+        round_trips.clear()
+        call()
+        return len(round_trips)
+
+    assert trips(lambda: store.add_reply(a.id, "yes")) == 2
+    assert trips(lambda: store.set_in_progress(a.id)) == 2
+    assert trips(lambda: store.address_annotation(a.id, message="done")) == 2
+    assert trips(lambda: store.accept(a.id)) == 2
+    # The page's URL (and its Markdown file) outside the transaction, then the transaction.
+    assert trips(lambda: store.add_annotation(text_note(note="next"))) == 2
+    assert trips(lambda: store.list_annotations("/guide/install/", as_json=True)) == 3
+    assert trips(lambda: store.changes(1)) == 1
+    assert trips(lambda: store.changes(10**6)) == 1
+    assert trips(lambda: store.person_for_token("nope")) == 1
