@@ -216,15 +216,16 @@ class Cursor:
 class Connection:
     """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection.
 
-    In a transaction (`PgDb.transaction`) statements are queued and sent as one message (the
-    simple query protocol, parameters bound by psycopg on this side): one round trip for all of
-    them, which psycopg's own pipeline mode does not give (it sends and polls per statement)."""
+    In a transaction (`PgDb.transaction`) statements are queued and sent together (`flush`):
+    one round trip for all of them, which psycopg's pipeline mode does not quite give (it
+    sends and polls for each statement, measured slower here)."""
 
     def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
         self._raw = raw
         self._translate = translate
-        # In a transaction: the statements not sent yet, each with the cursor its answer is for.
-        self._batch: list[tuple[Cursor | None, str]] | None = None
+        # In a transaction: the statements not sent yet (their parameters, None: none to bind),
+        # each with the cursor its answer is for.
+        self._batch: list[tuple[Cursor | None, str, Any]] | None = None
         self._binder: Any = None
         self._opening = 0
         self.sent = False  # something of this transaction reached the server
@@ -250,7 +251,7 @@ class Connection:
 
     def begin(self, *statements: str) -> None:
         """Start queueing: `statements` open the transaction, sent with its first read."""
-        self._batch = [(None, s) for s in statements]
+        self._batch = [(None, s, None) for s in statements]
         self._opening = len(statements)
         self.sent = False
         self.failure = None
@@ -271,33 +272,35 @@ class Connection:
 
     def send_later(self, cursor: Cursor | None, sql: str, params: Any) -> None:
         assert self._batch is not None
-        psycopg = _psycopg()
-        if self._binder is None:
-            self._binder = psycopg.ClientCursor(self._raw)
-        try:
-            text = self._binder.mogrify(sql, params)
-        except psycopg.Error as e:
-            raise self.fail(e) from None
-        self._batch.append((cursor, text))
+        self._batch.append((cursor, sql, params))
 
     def flush(self) -> None:
-        """Send every queued statement in one message and keep each one's answer. The server
-        runs them in order and skips the rest after one that fails, whose error is raised."""
+        """Send every queued statement and keep each one's answer: one alone as usual (its
+        parameters bound by the server, prepared once used often), several in one message,
+        bound by psycopg on this side. The server runs them in order and skips the rest after
+        one that fails, whose error is raised."""
         batch = self._batch
         if not batch:
             return
         self._batch = []
         self.sent = True
+        psycopg = _psycopg()
         raw = self._raw.cursor()
         try:
-            # Without parameters psycopg sends the text as it is, in one simple query.
-            raw.execute(";\n".join(text for _, text in batch))
-            for i, (cursor, _) in enumerate(batch):
+            if len(batch) == 1:
+                raw.execute(batch[0][1], batch[0][2])
+            else:
+                if self._binder is None:
+                    self._binder = psycopg.ClientCursor(self._raw)
+                texts = [sql if p is None else self._binder.mogrify(sql, p) for _, sql, p in batch]
+                # Without parameters psycopg sends the text as it is, in one simple query.
+                raw.execute(";\n".join(texts))
+            for i, (cursor, _, _) in enumerate(batch):
                 if i:
                     raw.nextset()
                 if cursor is not None:
                     cursor._done = _result(raw)
-        except _psycopg().Error as e:
+        except psycopg.Error as e:
             raise self.fail(e) from None
 
 
@@ -534,7 +537,7 @@ class PgDb:
             failure: BaseException | None = None
             try:
                 yield conn
-                conn.send_later(None, "COMMIT", ())
+                conn.send_later(None, "COMMIT", None)
                 conn.flush()
             except BaseException as e:
                 failure = e
