@@ -6,8 +6,8 @@ several servers (docs/storage.md).
 come from a `psycopg_pool` pool; the store's SQL is SQLite's, rewritten once per statement by
 `postgres_sql` (`?` placeholders, `IS ?`), and rows answer by index and by name as `sqlite3.Row`s do.
 
-A transaction's statements are queued and sent together, in one message, when a result is
-read or at the commit (`PgDb.transaction`): a round trip per read, not per statement.
+A transaction's statements are queued and sent together when a result is read or at the commit
+(`PgDb.transaction`): a round trip per read, not per statement.
 
 Every write transaction first takes one transaction-level advisory lock, so writes are serialised
 as SQLite's `BEGIN IMMEDIATE` serialises them: a verb reads the latest row and writes in one go,
@@ -216,9 +216,8 @@ class Cursor:
 class Connection:
     """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection.
 
-    In a transaction (`PgDb.transaction`) statements are queued and sent together (`flush`):
-    one round trip for all of them, which psycopg's pipeline mode does not quite give (it
-    sends and polls for each statement, measured slower here)."""
+    In a transaction (`PgDb.transaction`) statements are queued and sent together (`flush`)
+    in psycopg's pipeline mode, whose results are waited for once, at its sync."""
 
     def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
         self._raw = raw
@@ -226,7 +225,6 @@ class Connection:
         # In a transaction: the statements not sent yet (their parameters, None: none to bind),
         # each with the cursor its answer is for.
         self._batch: list[tuple[Cursor | None, str, Any]] | None = None
-        self._binder: Any = None
         self._opening = 0
         self.sent = False  # something of this transaction reached the server
         # The error of the statement of this transaction that failed (raised already).
@@ -275,33 +273,36 @@ class Connection:
         self._batch.append((cursor, sql, params))
 
     def flush(self) -> None:
-        """Send every queued statement and keep each one's answer: one alone as usual (its
-        parameters bound by the server, prepared once used often), several in one message,
-        bound by psycopg on this side. The server runs them in order and skips the rest after
-        one that fails, whose error is raised."""
+        """Send every queued statement, wait once for all their answers and keep each one's
+        (a statement alone goes as usual). The server runs them in order and skips the rest
+        after one that fails, whose error is raised."""
         batch = self._batch
         if not batch:
             return
         self._batch = []
         self.sent = True
         psycopg = _psycopg()
-        raw = self._raw.cursor()
+        raws = [self._raw.cursor() for _ in batch]
+        first: BaseException | None = None
         try:
             if len(batch) == 1:
-                raw.execute(batch[0][1], batch[0][2])
+                raws[0].execute(batch[0][1], batch[0][2])
             else:
-                if self._binder is None:
-                    self._binder = psycopg.ClientCursor(self._raw)
-                texts = [sql if p is None else self._binder.mogrify(sql, p) for _, sql, p in batch]
-                # Without parameters psycopg sends the text as it is, in one simple query.
-                raw.execute(";\n".join(texts))
-            for i, (cursor, _, _) in enumerate(batch):
-                if i:
-                    raw.nextset()
-                if cursor is not None:
-                    cursor._done = _result(raw)
+                # psycopg's pipeline mode: one round trip (the sync at its end), each statement
+                # bound by the server and prepared once used often, as when sent alone.
+                with self._raw.pipeline():
+                    try:
+                        for raw, (_, sql, params) in zip(raws, batch, strict=True):
+                            raw.execute(sql, params, prepare=None if params is not None else False)
+                    except psycopg.Error as e:
+                        first = e  # an answer that came early: the statements after it are skipped
         except psycopg.Error as e:
-            raise self.fail(e) from None
+            first = first or e  # after the first error, only the skipped ones
+        if first is not None:
+            raise self.fail(first) from None
+        for raw, (cursor, _, _) in zip(raws, batch, strict=True):
+            if cursor is not None:
+                cursor._done = _result(raw)
 
 
 class _OneShot:

@@ -1,6 +1,6 @@
 """Transactions on PostgreSQL send their statements in batches (annotate/pgdb.py
-`PgDb.transaction`): a statement reaches the server with the next read or the commit, so a
-failed one raises there. Each failure is the error it was before, nothing of the transaction is
+`PgDb.transaction`, psycopg's pipeline mode): a statement reaches the server with the next read
+or the commit, so a failed one raises there. Each failure is the error it was before, nothing of the transaction is
 stored, and the store goes on working; failures are made for real, by a constraint or a trigger
 in the database. And the round trips each verb of the REST hot path costs."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import Cursor
+from psycopg import Cursor, Pipeline
 
 import annotate
 from annotate.store import Store
@@ -140,17 +140,24 @@ def test_a_server_gone_before_a_read_is_unreachable(store: Store, pg_url: str) -
 
 @pytest.fixture
 def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The messages psycopg sends (outside pipeline mode, which the store does not use, each
-    waits for its answer: one round trip)."""
-    sent: list[str] = []
-    execute = Cursor.execute
+    """The waits for the server: a statement sent on its own, or a pipeline's end (its sync;
+    statements in a pipeline only queue)."""
+    waits: list[str] = []
+    execute, leave = Cursor.execute, Pipeline.__exit__
 
-    def counted(self: Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query))
+    def sent(self: Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self.connection._pipeline:
+            waits.append(str(query))
         return execute(self, query, *args, **kwargs)
 
-    monkeypatch.setattr(Cursor, "execute", counted)
-    return sent
+    def synced(self: Pipeline, *args: Any) -> None:
+        if self.level == 1:
+            waits.append("sync")
+        leave(self, *args)
+
+    monkeypatch.setattr(Cursor, "execute", sent)
+    monkeypatch.setattr(Pipeline, "__exit__", synced)
+    return waits
 
 
 def test_round_trips_of_the_rest_hot_path(store: Store, round_trips: list[str]) -> None:
