@@ -1414,26 +1414,22 @@ class Store:
         """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
         with self._tx(write=False) as conn:
             # Both sent at once (the cursor when nothing came): one round trip on PostgreSQL.
-            sent = _send(
-                conn, "SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit)
+            sent = _send_tuples(
+                conn,
+                "SELECT seq, at, kind, item_id, action, page_url FROM changes WHERE seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (since, limit),
             )
-            top = _send(conn, "SELECT coalesce(max(seq), 0) AS seq FROM changes")
-        rows = sent()
+            top = _send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
+        _, rows = sent()
         if rows:
-            cursor = rows[-1]["seq"]
+            cursor = rows[-1][0]
         else:
-            cursor = top()[0]["seq"]
+            cursor = top()[1][0][0]
             cursor = min(cursor, since) if since else cursor
         events = [
-            {
-                "seq": r["seq"],
-                "at": r["at"],
-                "kind": r["kind"],
-                "id": r["item_id"],
-                "action": r["action"],
-                "pageUrl": r["page_url"],
-            }
-            for r in rows
+            {"seq": seq, "at": at, "kind": kind, "id": item, "action": action, "pageUrl": url}
+            for seq, at, kind, item, action, url in rows
         ]
         return events, cursor
 
@@ -1658,18 +1654,30 @@ def _send(
     """Send a query now; the function returned gives its rows as `_query` does, also after the
     transaction. On PostgreSQL queries sent one after another share one round trip, and those
     read after the transaction arrive with its commit (annotate/pgdb.py); SQLite reads at once."""
+    sent = _send_tuples(conn, sql, params)
+
+    def rows() -> list[dict[str, Any]]:
+        names, tuples = sent()
+        return [dict(zip(names, t, strict=True)) for t in tuples]
+
+    return rows
+
+
+def _send_tuples(
+    conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()
+) -> Callable[[], tuple[list[str], list[tuple[Any, ...]]]]:
+    """`_send` giving the column names and the rows as plain tuples (no dict per row)."""
     cur = conn.cursor()
     cur.row_factory = None
     cur.execute(sql, tuple(params))
 
-    def rows() -> list[dict[str, Any]]:
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, t, strict=True)) for t in cur.fetchall()]
+    def read() -> tuple[list[str], list[tuple[Any, ...]]]:
+        return [d[0] for d in cur.description], cur.fetchall()
 
     if isinstance(cur, pgdb.Cursor):
-        return rows
-    read = rows()
-    return lambda: read
+        return read
+    done = read()
+    return lambda: done
 
 
 @contextlib.contextmanager
