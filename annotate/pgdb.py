@@ -6,6 +6,9 @@ several servers (docs/storage.md).
 come from a `psycopg_pool` pool; the store's SQL is SQLite's, rewritten once per statement by
 `postgres_sql` (`?` placeholders, `IS ?`), and rows answer by index and by name as `sqlite3.Row`s do.
 
+A transaction's statements are queued and sent together when a result is read or at the commit
+(`PgDb.transaction`): a round trip per read, not per statement.
+
 Every write transaction first takes one transaction-level advisory lock, so writes are serialised
 as SQLite's `BEGIN IMMEDIATE` serialises them: a verb reads the latest row and writes in one go,
 `claim_review` hands a review to one agent only, and the change feed's sequence numbers become
@@ -126,68 +129,109 @@ def _params(params: Any) -> Any:
     return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
 
 
+# What a statement answered: its columns (None: no rows), the rows it touched, its rows.
+Result = tuple[Any, int, list[tuple[Any, ...]]]
+
+
+def _result(raw: Any) -> Result:
+    rows = raw.fetchall() if raw.description is not None else []
+    return raw.description, raw.rowcount, rows
+
+
 class Cursor:
     """The part of `sqlite3.Cursor` the store uses, over a psycopg cursor. `row_factory = None`
-    gives plain tuples, as on SQLite."""
+    gives plain tuples, as on SQLite.
 
-    def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
+    In a transaction a statement is only queued (`Connection.send_later`): it reaches the
+    server when its result or a later one's is read (`fetch…`, `description`, `rowcount`), or
+    at the commit, together with every statement queued before it."""
+
+    def __init__(self, raw: Any, conn: Connection) -> None:
         self._raw = raw
-        self._translate = translate
+        self._conn = conn
         self.row_factory: Any = Row
+        self._done: Result | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
+        self._done = None
+        if self._conn.batching:
+            self._conn.send_later(self, postgres_sql(sql), _params(params))
+            return self
         try:
             self._raw.execute(postgres_sql(sql), _params(params))
+            self._done = _result(self._raw)
         except _psycopg().Error as e:
-            raise self._translate(e) from None
+            raise self._conn.fail(e) from None
         return self
 
     def executemany(self, sql: str, rows: Any) -> Cursor:
+        self._done = None
+        if self._conn.batching:
+            for row in rows:
+                self._conn.send_later(None, postgres_sql(sql), _params(row))
+            self._done = (None, -1, [])  # how many rows: not known (DB-API's -1)
+            return self
         try:
             self._raw.executemany(postgres_sql(sql), [_params(r) for r in rows])
+            self._done = (None, self._raw.rowcount, [])
         except _psycopg().Error as e:
-            raise self._translate(e) from None
+            raise self._conn.fail(e) from None
         return self
+
+    def _answer(self) -> Result:
+        if self._done is None:
+            self._conn.flush()
+        if self._done is None:
+            raise StoreError("a statement's result was read after its transaction failed")
+        return self._done
 
     @property
     def description(self) -> Any:
-        return self._raw.description
+        return self._answer()[0]
 
     @property
     def rowcount(self) -> int:
-        count: int = self._raw.rowcount
-        return count
+        return self._answer()[1]
 
-    def _wrap(self, rows: list[tuple[Any, ...]]) -> list[Any]:
-        if self.row_factory is None or not rows:
-            return rows
-        cls = _row_class(tuple(d.name for d in self._raw.description))
-        return [cls(r) for r in rows]
+    def _take(self, one: bool) -> list[Any]:
+        description, _, rows = self._answer()
+        taken = rows[:1] if one else rows[:]
+        del rows[: len(taken)]
+        if self.row_factory is None or not taken:
+            return taken
+        cls = _row_class(tuple(d.name for d in description))
+        return [cls(r) for r in taken]
 
     def fetchall(self) -> list[Any]:
-        if self._raw.description is None:
-            return []
-        return self._wrap(self._raw.fetchall())
+        return self._take(one=False)
 
     def fetchone(self) -> Any:
-        if self._raw.description is None:
-            return None
-        row = self._raw.fetchone()
-        return None if row is None else self._wrap([row])[0]
+        rows = self._take(one=True)
+        return rows[0] if rows else None
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
 
 
 class Connection:
-    """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection."""
+    """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection.
+
+    In a transaction (`PgDb.transaction`) statements are queued and sent together (`flush`)
+    in psycopg's pipeline mode, whose results are waited for once, at its sync."""
 
     def __init__(self, raw: Any, translate: Callable[[BaseException], AnnotateError]) -> None:
         self._raw = raw
         self._translate = translate
+        # In a transaction: the statements not sent yet (their parameters, None: none to bind),
+        # each with the cursor its answer is for.
+        self._batch: list[tuple[Cursor | None, str, Any]] | None = None
+        self._opening = 0
+        self.sent = False  # something of this transaction reached the server
+        # The error of the statement of this transaction that failed (raised already).
+        self.failure: AnnotateError | None = None
 
     def cursor(self) -> Cursor:
-        return Cursor(self._raw.cursor(), self._translate)
+        return Cursor(self._raw.cursor(), self)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
         return self.cursor().execute(sql, params)
@@ -197,7 +241,68 @@ class Connection:
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._raw.info.transaction_status != 0)  # 0: idle
+        return self.batching or bool(self._raw.info.transaction_status != 0)  # 0: idle
+
+    @property
+    def batching(self) -> bool:
+        return self._batch is not None
+
+    def begin(self, *statements: str) -> None:
+        """Start queueing: `statements` open the transaction, sent with its first read."""
+        self._batch = [(None, s, None) for s in statements]
+        self._opening = len(statements)
+        self.sent = False
+        self.failure = None
+
+    @property
+    def unsent(self) -> bool:
+        """Whether statements of the code (not only the opening ones) wait to be sent."""
+        batch = self._batch or []
+        return len(batch) > (0 if self.sent else self._opening)
+
+    def end(self) -> None:
+        self._batch = None
+
+    def fail(self, error: BaseException) -> AnnotateError:
+        """The library error for a failed statement; the transaction is lost."""
+        self.failure = self._translate(error)
+        return self.failure
+
+    def send_later(self, cursor: Cursor | None, sql: str, params: Any) -> None:
+        assert self._batch is not None
+        self._batch.append((cursor, sql, params))
+
+    def flush(self) -> None:
+        """Send every queued statement, wait once for all their answers and keep each one's
+        (a statement alone goes as usual). The server runs them in order and skips the rest
+        after one that fails, whose error is raised."""
+        batch = self._batch
+        if not batch:
+            return
+        self._batch = []
+        self.sent = True
+        psycopg = _psycopg()
+        raws = [self._raw.cursor() for _ in batch]
+        first: BaseException | None = None
+        try:
+            if len(batch) == 1:
+                raws[0].execute(batch[0][1], batch[0][2])
+            else:
+                # psycopg's pipeline mode: one round trip (the sync at its end), each statement
+                # bound by the server and prepared once used often, as when sent alone.
+                with self._raw.pipeline():
+                    try:
+                        for raw, (_, sql, params) in zip(raws, batch, strict=True):
+                            raw.execute(sql, params, prepare=None if params is not None else False)
+                    except psycopg.Error as e:
+                        first = e  # an answer that came early: the statements after it are skipped
+        except psycopg.Error as e:
+            first = first or e  # after the first error, only the skipped ones
+        if first is not None:
+            raise self.fail(first) from None
+        for raw, (cursor, _, _) in zip(raws, batch, strict=True):
+            if cursor is not None:
+                cursor._done = _result(raw)
 
 
 class _OneShot:
@@ -411,37 +516,49 @@ class PgDb:
 
     @contextlib.contextmanager
     def transaction(self, write: bool) -> Iterator[Any]:
-        """One transaction: writes serialised by the advisory lock, reads on one snapshot."""
+        """One transaction: writes serialised by the advisory lock, reads on one snapshot.
+
+        Its statements are queued and sent together when a result is read, so a round trip is
+        paid per read rather than per statement: `BEGIN` (and the lock) travel with the first
+        read, writes whose result is not read (the change row, `NOTIFY`) with the next one, and
+        `COMMIT` with the results read after it (`Cursor`). A statement that fails raises its
+        error there, before anything the code went on to do after sending it, and nothing of
+        the transaction is stored, as when each statement was sent on its own.
+        """
         with self._borrow() as conn:
             raw = conn._raw
-            try:
-                if write:
-                    # One round trip: without parameters psycopg sends both as one simple query.
-                    raw.execute(
-                        "BEGIN ISOLATION LEVEL READ COMMITTED; "
-                        f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
-                    )
-                else:
-                    raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            except _psycopg().Error as e:
-                _rollback(raw)
-                raise self._translate(e) from None
+            if write:
+                conn.begin(
+                    "BEGIN ISOLATION LEVEL READ COMMITTED",
+                    f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})",
+                )
+            else:
+                conn.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._local.tx = conn
+            failure: BaseException | None = None
             try:
                 yield conn
+                conn.send_later(None, "COMMIT", None)
+                conn.flush()
             except BaseException as e:
-                _rollback(raw)
-                if isinstance(e, _psycopg().Error):
-                    raise self._translate(e) from None
-                raise
-            else:
-                try:
-                    raw.execute("COMMIT")
-                except _psycopg().Error as e:
-                    _rollback(raw)
-                    raise self._translate(e) from None
+                failure = e
+                if conn.failure is None and conn.unsent:
+                    # Statements queued before the failure ran before it when each was sent on
+                    # its own: an error of theirs is the one to raise.
+                    try:
+                        conn.flush()
+                    except AnnotateError as first:
+                        failure = first
             finally:
                 self._local.tx = None
+                conn.end()
+            if failure is None:
+                return
+            if conn.sent:
+                _rollback(raw)
+                if raw.info.transaction_status != 0:
+                    raw.close()  # in no state to serve again: the pool replaces it
+            raise failure
 
     def notify(self, conn: Any) -> None:
         """Wake the other servers at this transaction's commit (PostgreSQL sends one

@@ -339,8 +339,7 @@ class Store:
             rows = _query(
                 conn, f"SELECT * FROM replies WHERE parent_id IN ({marks}) ORDER BY rowid", chunk
             )
-            for r in rows:
-                out.setdefault(r["parent_id"], []).append(_reply(r))
+            out.update(_threads(rows, out))
         return out
 
     def _all_replies(self, conn: sqlite3.Connection) -> dict[str, list[Reply]]:
@@ -351,23 +350,40 @@ class Store:
 
     @overload
     def _objects(
-        self, conn: sqlite3.Connection, table: Literal["annotations"], rows: Sequence[Row]
+        self,
+        conn: sqlite3.Connection,
+        table: Literal["annotations"],
+        rows: Sequence[Row],
+        replies: dict[str, list[Reply]] | None = ...,
     ) -> list[Annotation]: ...
 
     @overload
     def _objects(
-        self, conn: sqlite3.Connection, table: Literal["page_notes"], rows: Sequence[Row]
+        self,
+        conn: sqlite3.Connection,
+        table: Literal["page_notes"],
+        rows: Sequence[Row],
+        replies: dict[str, list[Reply]] | None = ...,
     ) -> list[PageNote]: ...
 
     @overload
     def _objects(
-        self, conn: sqlite3.Connection, table: ItemTable, rows: Sequence[Row]
+        self,
+        conn: sqlite3.Connection,
+        table: ItemTable,
+        rows: Sequence[Row],
+        replies: dict[str, list[Reply]] | None = ...,
     ) -> list[Annotation] | list[PageNote]: ...
 
     def _objects(
-        self, conn: sqlite3.Connection, table: ItemTable, rows: Sequence[Row]
+        self,
+        conn: sqlite3.Connection,
+        table: ItemTable,
+        rows: Sequence[Row],
+        replies: dict[str, list[Reply]] | None = None,
     ) -> list[Annotation] | list[PageNote]:
-        replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
+        if replies is None:
+            replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
         if table == "annotations":
             return [_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
         files = self._page_files(conn, {r["page_url"] for r in rows})
@@ -412,22 +428,35 @@ class Store:
         raise PageNoteNotFound(id) if kind == "page_note" else AnnotationNotFound(id)
 
     @overload
-    def _load(
+    def _loading(
         self, conn: sqlite3.Connection, table: Literal["annotations"], id: str
-    ) -> Annotation: ...
+    ) -> Callable[[], Annotation]: ...
 
     @overload
-    def _load(
+    def _loading(
         self, conn: sqlite3.Connection, table: Literal["page_notes"], id: str
-    ) -> PageNote: ...
+    ) -> Callable[[], PageNote]: ...
 
     @overload
-    def _load(self, conn: sqlite3.Connection, table: ItemTable, id: str) -> Item: ...
+    def _loading(
+        self, conn: sqlite3.Connection, table: ItemTable, id: str
+    ) -> Callable[[], Item]: ...
 
-    def _load(self, conn: sqlite3.Connection, table: ItemTable, id: str) -> Item:
-        row = self._row(conn, table, id)
-        assert row is not None
-        return self._objects(conn, table, [row])[0]
+    def _loading(self, conn: sqlite3.Connection, table: ItemTable, id: str) -> Callable[[], Item]:
+        """Send the reads of item `id` and its replies together; the function returned makes
+        the object, also after the transaction (a write verb's answer then comes with its
+        commit on PostgreSQL, one round trip for both)."""
+        rows = _send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
+        replies = _send(conn, "SELECT * FROM replies WHERE parent_id = ? ORDER BY rowid", (id,))
+        if table == "page_notes":  # its Markdown file is one more read, from its row
+            note = self._objects(conn, table, rows(), _threads(replies()))[0]
+            return lambda: note
+
+        def load() -> Item:
+            (row,) = rows()
+            return _annotation(row, tuple(_reply(r) for r in replies()))
+
+        return load
 
     def _record(
         self,
@@ -476,7 +505,7 @@ class Store:
         fields = validate.annotation_input(data)
         if by is not None:
             fields["author"] = by.name
-        fields["page_url"] = self.page_url(fields["page_url"])
+        fields["page_url"], registered = self._page(fields["page_url"])
         if fields["element_selector"] is not None:
             fields["element_selector"] = json.dumps(fields["element_selector"])
         stamp = now()
@@ -490,7 +519,7 @@ class Store:
             **self._build_columns(),
         }
         blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
-        update = reconcile.plan([blank | row], self._locator(), force=True)
+        update = reconcile.plan([blank | row], self._locator(registered), force=True)
         row.update(update.get(row["id"], {}))
         if row["type"] == "text":
             # What the reviewer saw: the change since then is shown once the note is addressed.
@@ -498,7 +527,8 @@ class Store:
         with self._tx(write=True) as conn:
             self._insert(conn, "annotations", row)
             self._record(conn, "annotation", row["id"], "created", row["page_url"], _who(by))
-            return self._load(conn, "annotations", row["id"])
+            loaded = self._loading(conn, "annotations", row["id"])
+        return loaded()
 
     def get_annotation(self, id: str) -> Item:
         """The annotation (or page note) with this id, as the MCP tool `get_annotation` gives it."""
@@ -575,22 +605,32 @@ class Store:
         # subquery would copy every row first.
         scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
         with self._reading(scope, [*params, *window]) as conn:
-            if not as_json or self.dialect != "sqlite":
-                listed = self._objects(
-                    conn, "annotations", _query(conn, ordered, [*params, *window])
-                )
-                if not as_json:
-                    return listed
-                # PostgreSQL: the same JSON from the objects (annotate/sqljson.py is SQLite's).
-                return json.dumps(
-                    [a.to_dict() for a in listed], ensure_ascii=False, separators=(",", ":")
-                )
-            rows = conn.execute(
-                f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} "
-                f"ORDER BY a.rowid{page}",
+            if as_json and self.dialect == "sqlite":
+                rows = conn.execute(
+                    f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} "
+                    f"ORDER BY a.rowid{page}",
+                    [*params, *window],
+                ).fetchall()
+                return "[" + ",".join(row[0] for row in rows) + "]"
+            # The notes and their replies sent together and read after the transaction: on
+            # PostgreSQL they come with its commit, one round trip.
+            ids = (
+                f"SELECT id FROM ({ordered}) AS o"
+                if page
+                else f"SELECT id FROM annotations WHERE {where}"
+            )
+            notes = _send(conn, ordered, [*params, *window])
+            replies = _send(
+                conn,
+                f"SELECT * FROM replies WHERE parent_id IN ({ids}) ORDER BY rowid",
                 [*params, *window],
-            ).fetchall()
-        return "[" + ",".join(row[0] for row in rows) + "]"
+            )
+        threads = _threads(replies())
+        listed = [_annotation(r, tuple(threads.get(r["id"], ()))) for r in notes()]
+        if not as_json:
+            return listed
+        # PostgreSQL: the same JSON from the objects (annotate/sqljson.py is SQLite's).
+        return json.dumps([a.to_dict() for a in listed], ensure_ascii=False, separators=(",", ":"))
 
     def edit_annotation(
         self, id: str, changes: Mapping[str, Any], *, by: Person | None = None
@@ -606,7 +646,8 @@ class Store:
             values["updated_at"] = now()
             self._update(conn, "annotations", id, values)
             self._record(conn, "annotation", id, "edited", row["page_url"], _who(by))
-            return self._load(conn, "annotations", id)
+            loaded = self._loading(conn, "annotations", id)
+        return loaded()
 
     def update_annotation_target(
         self, id: str, replaced_text: str, *, by: Person | None = None
@@ -624,7 +665,8 @@ class Store:
             self._record(conn, "annotation", id, "target_updated", row["page_url"], _who(by))
             if moved:
                 self._record(conn, "annotation", id, "anchor", row["page_url"])
-            return self._load(conn, table, id)
+            loaded = self._loading(conn, table, id)
+        return loaded()
 
     def text_selector_rows(
         self, page_url: str, *, include_resolved: bool = False
@@ -727,10 +769,15 @@ class Store:
         else mkdocs.yml's rules; None when none is known."""
         return self._locator().page_file(self.page_url(page_url))
 
-    def _locator(self) -> reconcile.Locator:
-        return reconcile.Locator(
-            self.project_dir, registered=self._registered_page, page_objects=self._page_objects
-        )
+    def _locator(self, registered: Mapping[str, str | None] | None = None) -> reconcile.Locator:
+        """What locates notes in the Markdown; `registered`: the files of pages already read."""
+
+        def page(url: str) -> str | None:
+            if registered is not None and url in registered:
+                return registered[url]
+            return self._registered_page(url)
+
+        return reconcile.Locator(self.project_dir, registered=page, page_objects=self._page_objects)
 
     def _page_objects(self, page_url: str) -> list[Any] | None:
         row = (
@@ -812,6 +859,11 @@ class Store:
         the site's sub-path. The first form that has notes wins (one page's notes stay under one
         URL), then the first the plugin registered; otherwise the path itself, a folder URL with
         its final `/`."""
+        return self._page(value, field)[0]
+
+    def _page(self, value: Any, field: str = "pageUrl") -> tuple[str, dict[str, str | None]]:
+        """`page_url`, and the Markdown file the plugin registered for each form it looked up
+        (None: none), which the same read tells: a new note is located without asking again."""
         cleaned = urls.clean(value) if isinstance(value, str) and value.strip() else value
         path = validate.page_url(cleaned, field)
         forms = urls.candidates(path, self._site_path)
@@ -821,19 +873,20 @@ class Store:
         found = (
             self._file.connection()
             .execute(
-                f"SELECT page_url, 1 FROM annotations WHERE page_url IN ({marks}) UNION "
-                f"SELECT page_url, 1 FROM page_notes WHERE page_url IN ({marks}) UNION "
-                f"SELECT page_url, 0 FROM pages WHERE page_url IN ({marks})",
+                f"SELECT page_url, 1, NULL FROM annotations WHERE page_url IN ({marks}) UNION "
+                f"SELECT page_url, 1, NULL FROM page_notes WHERE page_url IN ({marks}) UNION "
+                f"SELECT page_url, 0, src_path FROM pages WHERE page_url IN ({marks})",
                 forms * 3,
             )
             .fetchall()
         )
+        registered = dict.fromkeys(forms) | {url: src for url, notes, src in found if not notes}
         for wanted in (1, 0):
-            known = {url for url, notes in found if notes == wanted}
+            known = {url for url, notes, _ in found if notes == wanted}
             for form in forms:
                 if form in known:
-                    return form
-        return urls.default(path)
+                    return form, registered
+        return urls.default(path), registered
 
     def page_hint(self, page_url: str) -> str | None:
         """When no note (of any status) is on this page: a sentence saying so and naming the
@@ -882,7 +935,8 @@ class Store:
                 )
                 self._record(conn, _kind(table), id, "in_progress", row["page_url"], _who(by))
                 self._settle_review(conn, row["review_id"])
-            return self._load(conn, table, id)
+            loaded = self._loading(conn, table, id)
+        return loaded()
 
     def address_annotation(
         self,
@@ -945,7 +999,8 @@ class Store:
             if moved:
                 self._record(conn, "annotation", id, "anchor", row["page_url"])
             self._settle_review(conn, row["review_id"])
-            return self._load(conn, table, id)
+            loaded = self._loading(conn, table, id)
+        return loaded()
 
     def add_reply(
         self,
@@ -973,7 +1028,8 @@ class Store:
             self._insert_reply(conn, id, role, message, stamp, author)
             self._update(conn, table, id, {"updated_at": stamp})
             self._record(conn, _kind(table), id, f"{role}_reply", row["page_url"], _who(by))
-            return self._load(conn, table, id)
+            loaded = self._loading(conn, table, id)
+        return loaded()
 
     def _insert_reply(
         self,
@@ -1036,7 +1092,8 @@ class Store:
             )
             self._record(conn, _kind(table), id, "resolved", row["page_url"], _who(by))
             self._settle_review(conn, row["review_id"])
-            return self._load(conn, table, id)
+            loaded = self._loading(conn, table, id)
+        return loaded()
 
     def reopen(
         self,
@@ -1087,7 +1144,8 @@ class Store:
                 assert note is not None
                 self._insert_reply(conn, id, "reviewer", note, stamp, _who(by))
             self._record(conn, _kind(table), id, "reopened", row["page_url"], _who(by))
-            return self._load(conn, table, id)
+            loaded = self._loading(conn, table, id)
+        return loaded()
 
     def delete(self, id: str, *, kind: str | None = None, by: Person | None = None) -> None:
         """Delete an annotation or a page note, with its replies. `kind` ("annotation" or
@@ -1125,7 +1183,8 @@ class Store:
         with self._tx(write=True) as conn:
             self._insert(conn, "page_notes", row)
             self._record(conn, "page_note", row["id"], "created", row["page_url"], _who(by))
-            return self._load(conn, "page_notes", row["id"])
+            loaded = self._loading(conn, "page_notes", row["id"])
+        return loaded()
 
     def get_page_note(self, id: str) -> PageNote:
         with self._tx(write=False) as conn:
@@ -1164,7 +1223,8 @@ class Store:
             values["updated_at"] = now()
             self._update(conn, "page_notes", id, values)
             self._record(conn, "page_note", id, "edited", row["page_url"], _who(by))
-            return self._load(conn, "page_notes", id)
+            loaded = self._loading(conn, "page_notes", id)
+        return loaded()
 
     # -- reviews ------------------------------------------------------------------------------
 
@@ -1401,24 +1461,23 @@ class Store:
     def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
         """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
         with self._tx(write=False) as conn:
-            rows = conn.execute(
-                "SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit)
-            ).fetchall()
-            if rows:
-                cursor = rows[-1]["seq"]
-            else:
-                cursor = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0]
-                cursor = min(cursor, since) if since else cursor
+            # Both sent at once (the cursor when nothing came): one round trip on PostgreSQL.
+            sent = _send_tuples(
+                conn,
+                "SELECT seq, at, kind, item_id, action, page_url FROM changes WHERE seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (since, limit),
+            )
+            top = _send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
+        _, rows = sent()
+        if rows:
+            cursor = rows[-1][0]
+        else:
+            cursor = top()[1][0][0]
+            cursor = min(cursor, since) if since else cursor
         events = [
-            {
-                "seq": r["seq"],
-                "at": r["at"],
-                "kind": r["kind"],
-                "id": r["item_id"],
-                "action": r["action"],
-                "pageUrl": r["page_url"],
-            }
-            for r in rows
+            {"seq": seq, "at": at, "kind": kind, "id": item, "action": action, "pageUrl": url}
+            for seq, at, kind, item, action, url in rows
         ]
         return events, cursor
 
@@ -1649,11 +1708,39 @@ class Store:
 def _query(conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
     """Rows as dicts: Row looks names up by a linear, case-insensitive scan, which costs
     more than building the whole object on wide rows (measured: export of 100k notes)."""
+    return _send(conn, sql, params)()
+
+
+def _send(
+    conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()
+) -> Callable[[], list[dict[str, Any]]]:
+    """Send a query now; the function returned gives its rows as `_query` does, also after the
+    transaction. On PostgreSQL queries sent one after another share one round trip, and those
+    read after the transaction arrive with its commit (annotate/pgdb.py); SQLite reads at once."""
+    sent = _send_tuples(conn, sql, params)
+
+    def rows() -> list[dict[str, Any]]:
+        names, tuples = sent()
+        return [dict(zip(names, t, strict=True)) for t in tuples]
+
+    return rows
+
+
+def _send_tuples(
+    conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()
+) -> Callable[[], tuple[list[str], list[tuple[Any, ...]]]]:
+    """`_send` giving the column names and the rows as plain tuples (no dict per row)."""
     cur = conn.cursor()
     cur.row_factory = None
     cur.execute(sql, tuple(params))
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, t, strict=True)) for t in cur.fetchall()]
+
+    def read() -> tuple[list[str], list[tuple[Any, ...]]]:
+        return [d[0] for d in cur.description], cur.fetchall()
+
+    if isinstance(cur, pgdb.Cursor):
+        return read
+    done = read()
+    return lambda: done
 
 
 @contextlib.contextmanager
@@ -1676,6 +1763,16 @@ def _ago(seconds: float) -> str:
     """The time `seconds` ago, written as `now()` writes it (so the two compare as text)."""
     then = datetime.now(timezone.utc) - timedelta(seconds=seconds)
     return then.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _threads(
+    rows: Iterable[Row], out: dict[str, list[Reply]] | None = None
+) -> dict[str, list[Reply]]:
+    """Reply rows (in creation order) by the id of their note."""
+    out = {} if out is None else out
+    for r in rows:
+        out.setdefault(r["parent_id"], []).append(_reply(r))
+    return out
 
 
 def _who(by: Person | None) -> str | None:

@@ -1,0 +1,184 @@
+"""Transactions on PostgreSQL send their statements in batches (annotate/pgdb.py
+`PgDb.transaction`, psycopg's pipeline mode): a statement reaches the server with the next read
+or the commit, so a failed one raises there. Each failure is the error it was before, nothing of the transaction is
+stored, and the store goes on working; failures are made for real, by a constraint or a trigger
+in the database. And the round trips each verb of the REST hot path costs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import Cursor, Pipeline
+
+import annotate
+from annotate.store import Store
+
+from .conftest import text_note, write_project
+
+
+@pytest.fixture
+def store(tmp_path: Path, pg_url: str) -> Iterator[Store]:
+    write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
+    made = annotate.open(tmp_path, db=pg_url)
+    yield made
+    made.close()
+
+
+def execute(url: str, sql: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(sql)
+        return cur.fetchall() if cur.description else []
+
+
+def counts(url: str) -> tuple[object, ...]:
+    return execute(
+        url,
+        "SELECT (SELECT count(*) FROM annotations), (SELECT count(*) FROM replies), "
+        "(SELECT count(*) FROM changes), (SELECT max(updated_at) FROM annotations)",
+    )[0]
+
+
+def test_a_refused_change_row_fails_the_reply_and_stores_nothing(store: Store, pg_url: str) -> None:
+    """The change row and NOTIFY are sent unread after the reply and the update, and the reads
+    of the answer with the commit: the violation arrives there, as the same error, and the
+    reply is not stored."""
+    a = store.add_annotation(text_note())
+    execute(
+        pg_url,
+        "ALTER TABLE changes ADD CONSTRAINT no_replies CHECK (action != 'reviewer_reply')",
+    )
+    before = counts(pg_url)
+    with pytest.raises(annotate.StoreError) as e:
+        store.add_reply(a.id, "refused")
+    assert str(e.value) == (
+        f'{store.url}: new row for relation "changes" violates check constraint "no_replies"'
+    )
+    assert counts(pg_url) == before
+    assert store.get_annotation(a.id).replies == ()
+    # The connection went back to the pool in a usable state: the next writes go through.
+    assert [r.message for r in store.add_agent_reply(a.id, "fine").replies] == ["fine"]
+    assert store.add_annotation(text_note(note="next")).note == "next"
+
+
+def test_a_refused_note_stores_no_change_row(store: Store, pg_url: str) -> None:
+    """The first write fails: the change row, NOTIFY and reads after it are skipped."""
+    execute(pg_url, "ALTER TABLE annotations ADD CONSTRAINT no_x CHECK (note != 'x')")
+    with pytest.raises(annotate.StoreError, match='violates check constraint "no_x"'):
+        store.add_annotation(text_note(note="x"))
+    assert counts(pg_url)[:3] == (0, 0, 0)
+    assert store.changes() == ([], 0)
+    assert store.add_annotation(text_note(note="y")).note == "y"
+
+
+def test_a_failed_statement_raises_at_the_next_read_before_what_follows(
+    store: Store, pg_url: str
+) -> None:
+    """Python code between an unread statement and the next read runs, but nothing after
+    that read; and a statement's error comes before an error the code raised later."""
+    store.add_token("ada")
+    duplicate = (
+        "INSERT INTO tokens (name, role, token_hash, created_at) "
+        "VALUES ('ada', 'reviewer', 'x', 'now')"
+    )
+    ran = []
+    with (
+        pytest.raises(annotate.StoreError, match="duplicate key"),
+        store._file.transaction(write=True) as conn,
+    ):
+        conn.execute(duplicate)
+        ran.append("before the read")
+        conn.execute("SELECT 1").fetchone()
+        ran.append("after the read")
+    assert ran == ["before the read"]
+    with (
+        pytest.raises(annotate.StoreError, match="duplicate key"),
+        store._file.transaction(write=True) as conn,
+    ):
+        conn.execute("INSERT INTO changes (at, kind, item_id, action) VALUES ('t', 'k', 'i', 'a')")
+        conn.execute(duplicate)
+        raise ValueError("raised after the statement that failed")
+    assert counts(pg_url)[2] == 0
+    assert [t["name"] for t in store.list_tokens()] == ["ada"]
+
+
+def test_a_server_gone_mid_transaction_is_unreachable_and_stores_nothing(
+    store: Store, pg_url: str
+) -> None:
+    """The server ends the connection while the reply's statements are in flight."""
+    a = store.add_annotation(text_note())
+    execute(
+        pg_url,
+        "CREATE FUNCTION die() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$",
+    )
+    execute(
+        pg_url,
+        "CREATE TRIGGER die BEFORE INSERT ON replies FOR EACH ROW EXECUTE FUNCTION die()",
+    )
+    before = counts(pg_url)
+    with pytest.raises(annotate.StoreUnreachableError) as e:
+        store.add_reply(a.id, "lost")
+    assert str(e.value).startswith(f"{store.url} cannot be reached (")
+    assert counts(pg_url) == before
+    execute(pg_url, "DROP TRIGGER die ON replies")
+    assert [r.message for r in store.add_reply(a.id, "again").replies] == ["again"]
+
+
+def test_a_server_gone_before_a_read_is_unreachable(store: Store, pg_url: str) -> None:
+    with pytest.raises(annotate.StoreUnreachableError), store._file.transaction(write=True) as conn:
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        execute(pg_url, f"SELECT pg_terminate_backend({pid})")
+        conn.execute("INSERT INTO changes (at, kind, item_id, action) VALUES ('t', 'k', 'i', 'a')")
+        conn.execute("SELECT 1").fetchone()
+    assert counts(pg_url)[2] == 0
+    assert store.add_annotation(text_note()).note == text_note()["note"]
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The waits for the server: a statement sent on its own, or a pipeline's end (its sync;
+    statements in a pipeline only queue)."""
+    waits: list[str] = []
+    execute, leave = Cursor.execute, Pipeline.__exit__
+
+    def sent(self: Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self.connection._pipeline:
+            waits.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    def synced(self: Pipeline, *args: Any) -> None:
+        if self.level == 1:
+            waits.append("sync")
+        leave(self, *args)
+
+    monkeypatch.setattr(Cursor, "execute", sent)
+    monkeypatch.setattr(Pipeline, "__exit__", synced)
+    return waits
+
+
+def test_round_trips_of_the_rest_hot_path(store: Store, round_trips: list[str]) -> None:
+    """A write is one round trip to read what it checks (with BEGIN and the lock) and one for
+    its writes, its answer and COMMIT; a new note needs no read before its writes; a listing
+    is one for the stale check and one for the notes, their replies and COMMIT; the feed one."""
+    a = store.add_annotation(text_note())
+    store.add_reply(a.id, "warm")
+
+    def trips(call: Callable[[], object]) -> int:
+        round_trips.clear()
+        call()
+        return len(round_trips)
+
+    assert trips(lambda: store.add_reply(a.id, "yes")) == 2
+    assert trips(lambda: store.set_in_progress(a.id)) == 2
+    assert trips(lambda: store.address_annotation(a.id, message="done")) == 2
+    assert trips(lambda: store.accept(a.id)) == 2
+    # The page's URL (and its Markdown file) outside the transaction, then the transaction.
+    assert trips(lambda: store.add_annotation(text_note(note="next"))) == 2
+    assert trips(lambda: store.list_annotations("/guide/install/", as_json=True)) == 3
+    assert trips(lambda: store.changes(1)) == 1
+    assert trips(lambda: store.changes(10**6)) == 1
+    assert trips(lambda: store.person_for_token("nope")) == 1
