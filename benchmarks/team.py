@@ -43,7 +43,10 @@ The tables give p50 and p99 per action in ms with the ratio to the SQLite run, t
 requests per second, and the CPU the client (this process) and the servers used, in % of one core
 (PostgreSQL's own processes not counted, nor the killed instance). PostgreSQL runs with fsync on
 (a commit waits for its WAL to reach the disk; `--no-fsync` turns it off, to see what the disk
-costs); the SQLite file runs as the store opens it (WAL, synchronous=NORMAL).
+costs); the SQLite file runs as the store opens it (WAL, synchronous=NORMAL: its commits do not
+wait for the disk). PostgreSQL logs every COMMIT slower than 30 ms, and the last table counts
+them per run: a commit waits for its WAL to reach the disk with the write lock held, so a disk
+that stalls an fsync for 100 ms holds every write queued behind it for as long.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ AGENT_ACTIONS = ("agent list", "anchor", "address", "agent reply")
 WRITES = ("create", "reply", "address", "agent reply")
 TIMEOUT_S = 30.0
 TARGET_MS = 50.0  # issue #20: p99 per action on this machine
+SLOW_COMMIT_MS = 30
 # uvicorn closes a connection idle for 5 s: a request sent on it just then would get no answer.
 LIMITS = httpx.Limits(max_connections=None, keepalive_expiry=3.0)
 
@@ -492,6 +496,32 @@ class Run:
     load: Load
     burst: Load | None
     check: Check
+    slow_commits: list[float] | None = None  # PostgreSQL's own log: COMMITs over SLOW_COMMIT_MS
+
+
+class CommitLog:
+    """The COMMITs PostgreSQL itself logs as slower than SLOW_COMMIT_MS: a commit waits for its
+    WAL to reach the disk (fsync), and every write queued behind it waits too. Says whether a
+    write's tail is the disk's or the servers'."""
+
+    LINE = re.compile(r"duration: ([\d.]+) ms +execute [^:]*: COMMIT")
+
+    def __init__(self, url: str, log: Path) -> None:
+        import psycopg
+
+        self.log = log
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET log_min_duration_statement = {SLOW_COMMIT_MS}")
+            conn.execute("SELECT pg_reload_conf()")
+        self.at = 0
+
+    def mark(self) -> None:
+        self.at = self.log.stat().st_size
+
+    def since_mark(self) -> list[float]:
+        with self.log.open(errors="replace") as f:
+            f.seek(self.at)
+            return [float(m[1]) for m in self.LINE.finditer(f.read())]
 
 
 def one_run(
@@ -527,6 +557,12 @@ def one_run(
 
 def _ms(values: list[float], q: float) -> str:
     return f"{p(values, q) * 1000:.1f}" if values else "–"
+
+
+def _slow(commits: list[float] | None) -> str:
+    if commits is None:
+        return "–"
+    return f"{len(commits)} ({max(commits):.0f} ms)" if commits else "0"
 
 
 def _pct(cpu: float, seconds: float) -> str:
@@ -574,9 +610,10 @@ def report(runs: list[Run], target_ms: float) -> list[str]:
     print("\n### Writes and CPU (steady load)\n")
     print(
         "| run | requests/s | writes acknowledged | found | lost | unanswered (found) "
-        "| failovers | errors | client CPU | servers CPU | machine CPU |"
+        f"| failovers | errors | client CPU | servers CPU | machine CPU "
+        f"| COMMITs over {SLOW_COMMIT_MS} ms, burst included (slowest) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for r in runs:
         c, load = r.check, r.load
         errors = Counter(load.errors) + (r.burst.errors if r.burst else Counter())
@@ -585,7 +622,8 @@ def report(runs: list[Run], target_ms: float) -> list[str]:
             f"| {r.name} | {load.requests / load.seconds:.0f} | {c.acked} | {c.acked - len(c.lost)} "
             f"| {len(c.lost)} | {c.unanswered} ({c.unanswered_found}) | {load.failovers} "
             f"| {said} | {_pct(load.client_cpu, load.seconds)} "
-            f"| {_pct(load.server_cpu, load.seconds)} | {_pct(load.machine_cpu, load.seconds)} |"
+            f"| {_pct(load.server_cpu, load.seconds)} | {_pct(load.machine_cpu, load.seconds)} "
+            f"| {_slow(r.slow_commits)} |"
         )
     over = [
         f"{r.name}: {a} {p(t, 99) * 1000:.1f} ms"
@@ -620,6 +658,7 @@ def main() -> None:
     )
     folder = Path(tempfile.mkdtemp(prefix="annotate-team-bench-"))
     cluster = PgCluster(durable=not args.no_fsync)
+    commits = CommitLog(cluster.url, cluster.folder / "log")
     runs = []
     try:
         for name, backend, instances, kill in (
@@ -631,7 +670,10 @@ def main() -> None:
             pages = make_project(project)
             db = _new_schema(cluster.url) if backend == "pg" else None
             print(f"running {name}…", file=sys.stderr)
+            commits.mark()
             runs.append(one_run(name, project, pages, db, instances, args, kill))
+            if backend == "pg":
+                runs[-1].slow_commits = commits.since_mark()
     finally:
         cluster.stop()
         shutil.rmtree(folder, ignore_errors=True)
