@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import select
 import subprocess
-import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -27,8 +26,7 @@ from annotate.store import Store
 from annotate.visible import HIDDEN, visible
 
 from .conftest import element_note, text_note
-
-ANNOTATE = str(Path(sys.executable).parent / "annotate")
+from .serving import ANNOTATE
 
 
 def changes_of(store: Store) -> int:

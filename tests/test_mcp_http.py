@@ -8,11 +8,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
-import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -29,7 +25,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 import annotate
 from annotate.mcp_server import TOOLS
 
+from . import serving
 from .conftest import element_note, text_note
+from .serving import ANNOTATE
 
 pytestmark = pytest.mark.anyio
 # anyio imports its subprocess module on first use; pytest rewrites it (anyio is a pytest plugin),
@@ -37,7 +35,6 @@ pytestmark = pytest.mark.anyio
 # context managers (the stdio client opened inside the HTTP one). Imported here, at the top.
 _ = anyio.open_process
 
-ANNOTATE = str(Path(sys.executable).parent / "annotate")
 INSTALL_MD = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
 
 
@@ -100,38 +97,12 @@ def make_project(root: Path, markdown: str = INSTALL_MD) -> Path:
 def start_server(project: Path, site: Path, *extra: str) -> Served:
     (site / "guide").mkdir(parents=True, exist_ok=True)
     (site / "guide" / "index.html").write_text("<html><body><p>Run pip</p></body></html>")
-    proc = subprocess.Popen(
-        [ANNOTATE, "serve", str(site), "--port", "0", "--project", str(project), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(20)
-    match = re.search(r"http://([^:/]+):(\d+)/", line[0] if line else "")
-    if match is None:
-        proc.kill()
-        raise AssertionError(f"annotate serve did not start: {line}")
-    return Served(proc, match[1], int(match[2]), project)
+    return Served(*serving.start(project, site, *extra), project)
 
 
 def stop_server(served: Served) -> str:
     """Stop it; its stderr (which must hold no traceback)."""
-    proc = served.proc
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    err = proc.stderr.read()  # type: ignore[union-attr]
-    proc.stdout.close()  # type: ignore[union-attr]
-    proc.stderr.close()  # type: ignore[union-attr]
-    return err
+    return serving.stop(served.proc)
 
 
 @pytest.fixture

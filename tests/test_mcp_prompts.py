@@ -6,7 +6,6 @@ Through the SDK's own client: in memory, and once over stdio as an agent starts 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,10 @@ from annotate import agent_setup, agents
 from annotate.mcp_server import PROMPTS, build_server
 
 from .conftest import element_note, text_note, write_project
+from .serving import ANNOTATE
 
 pytestmark = pytest.mark.anyio
 
-ANNOTATE = str(Path(sys.executable).parent / "annotate")
 INSTALL_MD = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
 INTENTS = (
     "`delete`: remove the quoted text, and nothing around it",

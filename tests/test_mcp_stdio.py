@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,11 +22,12 @@ from mcp import Client, StdioServerParameters
 
 from annotate.mcp_server import TOOLS
 
+from . import serving
 from .conftest import element_note, text_note
+from .serving import ANNOTATE
 
 pytestmark = pytest.mark.anyio
 
-ANNOTATE = str(Path(sys.executable).parent / "annotate")
 INSTALL_MD = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
 
 
@@ -77,31 +74,9 @@ def web(project: Path, tmp_path: Path) -> Iterator[Web]:
     site = tmp_path / "site"
     (site / "guide").mkdir(parents=True)
     (site / "guide" / "index.html").write_text("<html><body><p>Run pip</p></body></html>")
-    proc = subprocess.Popen(
-        [ANNOTATE, "serve", str(site), "--port", "0", "--project", str(project)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(20)
-    match = re.search(r"http://([^:/]+):(\d+)/", line[0] if line else "")
-    if match is None:
-        proc.kill()
-        raise AssertionError(f"annotate serve did not start: {line}")
-    yield Web(proc, match[1], int(match[2]), project)
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
+    proc, host, port = serving.start(project, site)
+    yield Web(proc, host, port, project)
+    serving.stop(proc)
 
 
 def _text(result: Any) -> str:

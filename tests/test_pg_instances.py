@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,9 +20,10 @@ from mcp import Client, StdioServerParameters
 import annotate
 from annotate.errors import StoreUnreachableError
 
+from . import serving
 from .conftest import text_note
+from .serving import ANNOTATE
 
-ANNOTATE = str(Path(sys.executable).parent / "annotate")
 INSTALL_MD = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
 
 
@@ -35,23 +32,8 @@ class Server:
 
     def __init__(self, project: Path, site: Path, url: str) -> None:
         self.project = project
-        self.proc = subprocess.Popen(
-            [ANNOTATE, "serve", str(site), "--port", "0", "--project", str(project)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            # The URL through the environment, as a deployment would set it.
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "ANNOTATE_DB": url},
-        )
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(20)
-        match = re.search(r"http://([^:/]+):(\d+)/", line[0] if line else "")
-        if match is None:
-            self.stop()
-            raise AssertionError(f"annotate serve did not start: {line}")
-        self.host, self.port = match[1], int(match[2])
+        # The URL through the environment, as a deployment would set it.
+        self.proc, self.host, self.port = serving.start(project, site, env={"ANNOTATE_DB": url})
 
     def request(self, method: str, path: str, body: Any = None, timeout: float = 10) -> Any:
         token = (self.project / ".annotate" / "token").read_text().strip()
@@ -65,15 +47,7 @@ class Server:
         return out
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(10)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc.stdout.close()  # type: ignore[union-attr]
-            self.proc.stderr.close()  # type: ignore[union-attr]
+        serving.stop(self.proc)
 
 
 @pytest.fixture
