@@ -339,14 +339,11 @@ class Store:
             rows = _query(
                 conn, f"SELECT * FROM replies WHERE parent_id IN ({marks}) ORDER BY rowid", chunk
             )
-            out.update(_threads(rows, out))
+            _threads(rows, out)  # adds to `out`
         return out
 
     def _all_replies(self, conn: sqlite3.Connection) -> dict[str, list[Reply]]:
-        out: dict[str, list[Reply]] = {}
-        for r in _query(conn, "SELECT * FROM replies ORDER BY rowid"):
-            out.setdefault(r["parent_id"], []).append(_reply(r))
-        return out
+        return _threads(_query(conn, "SELECT * FROM replies ORDER BY rowid"))
 
     @overload
     def _objects(
