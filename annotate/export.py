@@ -7,13 +7,12 @@ the intent and suggestion, and the Markdown `path:lines` when known.
 Agents act on this text, so no user string in it may pass for the export's own structure (issue
 #17): each is escaped so that it opens no heading, list item, quote, fence, emphasis, code span,
 link or HTML; code-like strings sit in code spans longer than any backtick run they hold; control
-characters are shown as escapes (annotate/visible.py).
+characters are shown as escapes. Every one goes through `escape.escape` (annotate/escape.py).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -23,9 +22,10 @@ from . import build as builds
 from . import fields
 from .diff import change
 from .errors import ValidationError
+from .escape import CODE, FENCED, INLINE, LINE, QUOTED, escape
+from .escape import one_line as _one_line
 from .models import Annotation, Build, PageNote, Review
 from .store import pause_gc
-from .visible import HIDDEN, visible
 
 if TYPE_CHECKING:
     from .store import Store
@@ -50,18 +50,6 @@ ANCHOR_MARKS = {
     "removed": "🗑️ [Removed: the text was deleted as the note asked]",
 }
 ROLE_LABELS = {"reviewer": "Reviewer", "agent": "Agent"}
-# Inline: a backslash that would escape what follows it, and the characters that open emphasis,
-# code spans, links, images, autolinks and raw HTML. `_` only where it can open or close
-# emphasis (never inside a word, so snake_case stays as it is).
-INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~]|$)|[`*\[\]<]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-QUOTED = re.compile(r"\\(?=[!-/:-@\[-`{-~]|$)|[`*\[\]<\"]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# A line that starts like a block: heading, list item, quote, fence, setext underline, thematic
-# break, table row, definition.
-BLOCK_START = re.compile(r"^(\s*)([#+\-=>|~:]|\d+(?=[.)]))")
-# Whether a printable string needs escaping inline (anything not printable takes the slow path:
-# `str.isprintable()` is False for every HIDDEN character and every line break).
-INLINE_CHARS = re.compile(r"[\\`*_\[\]<]")
-QUOTED_CHARS = re.compile(r'[\\`*_\[\]<"]')
 
 
 def render(store: Store, format: str, *, include_resolved: bool | None = None) -> str:
@@ -158,9 +146,9 @@ def _markdown(
     # Builds are named only where that tells something (annotate/build.py `named`); then the
     # current one is named once, so a note without a build line reads as made on it.
     once, shown = builds.named(made, current)
-    served = "" if current is None else _code(builds.label(current.branch, current.commit))
+    served = "" if current is None else escape(builds.label(current.branch, current.commit), CODE)
     if once is not None:
-        made_on = _code(builds.label(*once))
+        made_on = escape(builds.label(*once), CODE)
         lines.append(f"Build: every note was made on {made_on}; the current build is {served}.")
     elif shown and current is not None:
         lines.append(f"Current build: {served}; a note made on another build names it.")
@@ -169,8 +157,8 @@ def _markdown(
         lines.append("No annotations or notes yet.")
         return "\n".join(lines) + "\n"
     for url, (title, page_notes, page_annotations) in pages.items():
-        title = f" — {_inline(_one_line(title))}" if title else ""
-        lines += ["---", "", f"## {_inline(url)}{title}", ""]
+        title = f" — {escape(_one_line(title), INLINE)}" if title else ""
+        lines += ["---", "", f"## {escape(url, INLINE)}{title}", ""]
         if page_notes:
             lines.append("### Page notes")
             for n in page_notes:
@@ -195,7 +183,7 @@ def _page_note(
     build_branch: str | None,
     build_commit: str | None,
 ) -> list[str]:
-    lines = [f"- {_line(_one_line(note))}{_status(status)} (id: `{id}`)"]
+    lines = [f"- {escape(_one_line(note), LINE)}{_status(status)} (id: `{id}`)"]
     lines += _block(note, "  ", skip_first=True)
     if shown and (build_branch, build_commit) in shown:
         lines.append(f"  {_build(build_branch, build_commit)}")
@@ -204,7 +192,7 @@ def _page_note(
 
 
 def _build(branch: str | None, commit: str | None) -> str:
-    return f"Build: {_code(builds.label(branch, commit))}"
+    return f"Build: {escape(builds.label(branch, commit), CODE)}"
 
 
 def _annotation(
@@ -236,14 +224,14 @@ def _annotation(
     start, end, replaced = line_start, line_end, replaced_text
     original, current = original_excerpt, source_excerpt
     if type == "text":
-        head = f'{i}. **"{_inline(_one_line(selected or ""), quoted=True)}"**'
+        head = f'{i}. **"{escape(_one_line(selected or ""), QUOTED)}"**'
     else:
-        head = f"{i}. Element **{_code(css or '')}**"
-        head += f" ({_code(_one_line(preview))})" if preview else ""
+        head = f"{i}. Element **{escape(css or '', CODE)}**"
+        head += f" ({escape(_one_line(preview), CODE)})" if preview else ""
     head += _status(status)
     if path:
         # Source.lines: `path:12` or `path:12-14`.
-        head += f" — {_code(f'{path}:{start}' if start == end else f'{path}:{start}-{end}')}"
+        head += f" — {escape(f'{path}:{start}' if start == end else f'{path}:{start}-{end}', CODE)}"
     head += f" (id: `{id}`)"
     out = [head]
     if anchor_state in ANCHOR_MARKS:
@@ -258,7 +246,7 @@ def _annotation(
         out.append(f"   Suggestion ({verb}):")
         out += _block(suggestion or "", "   ", quote=False, fence=True)
     if replaced:
-        out.append(f'   Replaced by: "{_inline(_one_line(replaced), quoted=True)}"')
+        out.append(f'   Replaced by: "{escape(_one_line(replaced), QUOTED)}"')
     diff = change(status, anchor_state, original, current)
     if diff:
         out.append("   Change in the Markdown (`[-removed-]{+added+}`):")
@@ -274,50 +262,6 @@ def _status(status: str) -> str:
     return f" {mark}" if mark else ""
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _inline(text: str, quoted: bool = False) -> str:
-    """One line of user text inside a line of ours: it opens no inline structure. `quoted`: it
-    sits between our double quotes, which it cannot close either."""
-    if text.isprintable() and not (QUOTED_CHARS if quoted else INLINE_CHARS).search(text):
-        return text  # the common case, in two C-speed scans
-    text = (QUOTED if quoted else INLINE).sub(lambda m: "\\" + m[0], text)
-    return visible(text) if HIDDEN.search(text) else text
-
-
-def _line(text: str) -> str:
-    """A line of user text that starts a line (after our indent or quote mark): it opens no
-    block either."""
-    text = _inline(text)
-    first = text[:1]
-    if first and (first in "#+-=>|~:" or first.isspace() or first.isdigit()):
-        return BLOCK_START.sub(_neutral_start, text, count=1)
-    return text
-
-
-def _neutral_start(m: re.Match[str]) -> str:
-    # `1.` becomes `1\.`, `#` becomes `\#`: read as text, not as a list item or heading.
-    space, mark = m[1], m[2]
-    return f"{space}{mark}\\" if mark[0].isdigit() else f"{space}\\{mark}"
-
-
-def _code(text: str) -> str:
-    """A code span holding `text` (one line) whole: its fence is longer than any run of
-    backticks inside, so nothing in it can close it (CommonMark 6.1)."""
-    if text.isprintable() and "`" not in text:
-        return f"`{text}`"  # the common path or selector
-    text = _one_line(text, limit=len(text) + 1)
-    text = visible(text) if HIDDEN.search(text) else text
-    ticks = "`"
-    while ticks in text:
-        ticks += "`"
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
 def _block(
     text: str, indent: str, *, quote: bool = True, fence: bool = False, skip_first: bool = False
 ) -> list[str]:
@@ -325,7 +269,7 @@ def _block(
         return []
     if not fence and not skip_first and text.isprintable():
         # The common one-line note, without the general path's list building.
-        return [f"{indent}{'> ' if quote else ''}{_line(text)}".rstrip()]
+        return [f"{indent}{'> ' if quote else ''}{escape(text, LINE)}".rstrip()]
     rows = text.splitlines() or [""]
     if skip_first:
         rows = rows[1:]
@@ -336,10 +280,10 @@ def _block(
         ticks = "```"
         while ticks in text:
             ticks += "`"
-        rows = [visible(r) for r in rows]
+        rows = [escape(r, FENCED) for r in rows]
         return [f"{indent}{ticks}", *(f"{indent}{r}" for r in rows), f"{indent}{ticks}"]
     mark = "> " if quote else ""
-    return [f"{indent}{mark}{_line(r)}".rstrip() for r in rows]
+    return [f"{indent}{mark}{escape(r, LINE)}".rstrip() for r in rows]
 
 
 def _replies(replies: Iterable[tuple[str, str]], indent: str) -> list[str]:
@@ -347,11 +291,11 @@ def _replies(replies: Iterable[tuple[str, str]], indent: str) -> list[str]:
     for role, message in replies:
         label = ROLE_LABELS.get(role, role)
         if message.isprintable():
-            out.append(f"{indent}> **{label}:** {_inline(message)}".rstrip())
+            out.append(f"{indent}> **{label}:** {escape(message, INLINE)}".rstrip())
             continue
         first, *rest = message.splitlines() or [""]
-        out.append(f"{indent}> **{label}:** {_inline(first)}".rstrip())
-        out += [f"{indent}> {_line(line)}".rstrip() for line in rest]
+        out.append(f"{indent}> **{label}:** {escape(first, INLINE)}".rstrip())
+        out += [f"{indent}> {escape(line, LINE)}".rstrip() for line in rest]
     return out
 
 

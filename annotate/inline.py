@@ -1,20 +1,23 @@
 """Notes that travel in the Markdown: `annotate export --inline` and `annotate import --inline`.
 
-Each note not yet resolved is written into the Markdown file it is about as one line, an HTML
-comment the rendered site does not show (docs/inline.md):
+Each note not yet resolved is written into the Markdown file it is about as one line, a link
+reference definition that every CommonMark renderer and Python-Markdown consume and render as
+nothing, not even in the page's HTML source (docs/inline.md, issue #27):
 
-    <!-- annotate: {"id": "a_0123456789", "status": "open", "note": "…", …} -->
+    [//]: # (annotate: {"id": "a_0123456789", "status": "open", "note": "…", …})
 
 The JSON is the note as the JSON export writes it (`to_dict()`), empty fields and the current
-source's excerpt left out, with `<`, `>` and every `-` that follows a `-` written as `\\u003c`,
-`\\u003e`, `\\u002d`: no text in a note can end the comment or open another. A group of markers
-and one blank line after it go just before a top-level block, at a line where a comment changes
-nothing that Python-Markdown renders: the block the note's `source` lines fall in, or the nearest
-block above that starts a new one (never inside front matter, a fence, a table, a list, a
-blockquote, an admonition, a definition list or a set of content tabs). Page notes and notes
-without lines go at the top of the page, after its front matter and its h1 title (MkDocs takes
-the title from the first element only). Removing the markers and the blank line after each group
-gives back the file byte for byte.
+source's excerpt left out, escaped by `escape.escape(…, MARKER)`: `(` and `)` (which could end
+the definition's title), `<`, `>` and every character that acts instead of printing are written
+as JSON escapes (`\\u0028`, …), so no text in a note can end the marker or break its line. Markers
+of the older form, an HTML comment `<!-- annotate: {…} -->`, are still read and stripped (their
+payload escapes `-` after `-` as well). A group of markers and one blank line after it go just
+before a top-level block, at a line where a marker changes nothing that Python-Markdown renders:
+the block the note's `source` lines fall in, or the nearest block above that starts a new one
+(never inside front matter, a fence, a table, a list, a blockquote, an admonition, a definition
+list or a set of content tabs). Page notes and notes without lines go at the top of the page,
+after its front matter and its h1 title (MkDocs takes the title from the first element only).
+Removing the markers and the blank line after each group gives back the file byte for byte.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import importing, sourcemap
+from . import fields, importing, sourcemap, strictjson
+from . import validation as validate
 from .errors import InlineError, MarkerError, ValidationError
+from .escape import MARKER as MARKER_TEXT
+from .escape import escape
 from .export import JSON_FORMAT, JSON_VERSION
 from .models import Annotation, PageNote
 from .pages import docs_dir, safe_path
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER_PREFIX",
+    "OLD_PREFIX",
     "Document",
     "ExportResult",
     "ImportResult",
@@ -51,21 +58,31 @@ __all__ = [
     "strip",
 ]
 
-MARKER_PREFIX = "<!-- annotate: "
-MARKER_SUFFIX = " -->"
+# A link reference definition with the label `//` and the destination `#`, the note as its
+# title: consumed by every CommonMark renderer (GitHub's cmark-gfm, markdown-it-py) and by
+# Python-Markdown (MkDocs, Zensical), none of which writes it into the HTML.
+MARKER_PREFIX = "[//]: # (annotate: "
+MARKER_SUFFIX = ")"
+# The older form, an HTML comment: hidden on the page, but passed into the page's HTML source.
+OLD_PREFIX = "<!-- annotate: "
 # A marker line as written: at the start of a line, nothing after it but the line end.
-MARKER = re.compile(r"<!-- annotate: (.*) -->")
+MARKER = re.compile(r"\[//\]: # \(annotate: (.*)\)")
+OLD_MARKER = re.compile(r"<!-- annotate: (.*) -->")
 # The payload's first keys, in this order, so a diff reads as a sentence; the rest follow in the
 # order of `to_dict()`.
 FIRST_KEYS = ("id", "type", "status", "intent", "note", "suggestion", "selectedText", "replies")
 # The current source's excerpt: the store reads it from the file again (annotate/reconcile.py).
 # `originalSource` keeps its excerpt, the lines as they were when the note was made.
 DROPPED = ("source", "excerpt")
-# What could end an HTML comment or open another, and line separators some editors break at.
-UNSAFE = re.compile(r"[<>\u0085\u2028\u2029]|(?<=-)-")
 UNRESOLVED = ("open", "in_progress", "addressed")
 # The suffixes MkDocs reads as Markdown (mkdocs/utils/__init__.py, `markdown_extensions`).
 MARKDOWN = frozenset({".md", ".markdown", ".mdown", ".mkdn", ".mkd"})
+# The keys a marker may hold: those of the JSON export's notes (issue #32: an unknown one is
+# refused, as the REST API refuses it, rather than dropped unseen).
+KEYS = {
+    "annotations": frozenset(f.key for f in fields.ANNOTATION.answer),
+    "pageNotes": frozenset(f.key for f in fields.PAGE_NOTE.answer),
+}
 # Where an import's message names the item; a marker holds one.
 _ITEM = re.compile(r"^(?:annotations|pageNotes)\[0\]: ")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -131,7 +148,7 @@ def encode(item: Annotation | PageNote) -> str:
     ordered = {k: data[k] for k in FIRST_KEYS if k in data}
     ordered.update((k, v) for k, v in data.items() if k not in ordered)
     text = json.dumps(ordered, ensure_ascii=False, separators=(", ", ": "))
-    return MARKER_PREFIX + UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + MARKER_SUFFIX
+    return MARKER_PREFIX + escape(text, MARKER_TEXT) + MARKER_SUFFIX
 
 
 def _trimmed(value: Any) -> Any:
@@ -148,13 +165,17 @@ def _trimmed(value: Any) -> Any:
 
 def decode(line: str) -> dict[str, Any]:
     """The note a marker line holds; `ValueError` says why a line is not one."""
-    m = MARKER.fullmatch(line.rstrip("\r\n"))
+    line = line.rstrip("\r\n")
+    m = MARKER.fullmatch(line) or OLD_MARKER.fullmatch(line)
     if m is None:
-        raise ValueError("a marker is one line `<!-- annotate: {…} -->`")
+        raise ValueError(f"a marker is one line `{MARKER_PREFIX}{{…}}{MARKER_SUFFIX}`")
     try:
-        data = json.loads(m.group(1))
+        # Strictly, as the REST API reads a body: no duplicate keys, NaN or endless nesting.
+        data = strictjson.loads(m.group(1))
     except json.JSONDecodeError as e:
         raise ValueError(f"its JSON does not parse ({e.msg} at column {e.colno})") from None
+    except ValueError as e:
+        raise ValueError(f"its JSON is refused: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         raise ValueError("its JSON must be an object with an id")
     return data
@@ -189,16 +210,28 @@ def _blank(line: str) -> bool:
 
 
 def markers(doc: Document) -> list[int]:
-    """Indexes of the lines of `doc` that are markers: lines of top-level HTML blocks that start
-    `<!-- annotate: ` (never a line inside a fence, a list or an admonition)."""
-    found = []
-    fenced = _fenced(doc.lines)
+    """Indexes of the lines of `doc` that are markers (never a line inside a fence, a list or an
+    admonition): lines that start `[//]: # (annotate: ` at the top level, where markdown-it reads
+    a link reference definition (no block holds the line) or, for one it cannot read, where a
+    paragraph starts; and lines of top-level HTML blocks that start `<!-- annotate: `."""
+    lines = doc.lines
+    if not any(line.startswith((MARKER_PREFIX, OLD_PREFIX)) for line in lines):
+        return []  # the common case: one scan, no parse
+    fenced = _fenced(lines)
+    held: dict[int, str] = {}
+    starts: set[int] = set()
     for block in sourcemap.blocks(doc.markdown()):
-        if block.kind != "html_block":
+        if block.kind == "paragraph":
+            starts.add(block.start)
+        for n in range(block.start, min(block.end, len(lines))):
+            held[n] = block.kind
+    found = []
+    for n, line in enumerate(lines):
+        if n in fenced:
             continue
-        for n in range(block.start, min(block.end, len(doc.lines))):
-            if doc.lines[n].startswith(MARKER_PREFIX) and n not in fenced:
-                found.append(n)
+        new = line.startswith(MARKER_PREFIX) and (n not in held or n in starts)
+        if new or (line.startswith(OLD_PREFIX) and held.get(n) == "html_block"):
+            found.append(n)
     return found
 
 
@@ -497,18 +530,28 @@ def import_inline(
     root = Path(store.project_dir)
     folder = Path(path) if path is not None else root / docs_dir(root)
     if folder.is_dir():
-        files = sorted(p for p in folder.rglob("*") if p.suffix in MARKDOWN and p.is_file())
+        found = sorted(p for p in folder.rglob("*") if p.suffix in MARKDOWN and p.is_file())
     elif folder.exists():
-        files = [folder]
+        found = [folder]
     else:
         raise InlineError(f"{folder} does not exist")
+    # Each file as export names it: symlinks resolved, confined to the project, read once (a
+    # page linked to ../README.md is README.md, and --strip writes through to it).
+    files: dict[Path, str] = {}
+    for file in found:
+        full = _inside(root, file)
+        if full is None:
+            raise InlineError(
+                f"{file} leads outside the project {root}: its markers are not read (remove the "
+                "link, or copy the file into the project)"
+            )
+        files.setdefault(full, str(file))
     result = ImportResult()
     annotations: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     replies: list[dict[str, Any]] = []
     writes: dict[Path, tuple[str, Document]] = {}
-    for file in files:
-        shown = str(file)
+    for file, shown in files.items():
         doc = _read(file, shown)
         at = markers(doc)
         for n in at:
@@ -525,10 +568,20 @@ def import_inline(
     return result
 
 
+def _inside(root: Path, file: Path) -> Path | None:
+    """`file` with its symlinks resolved, if that is a file inside `root`; else None."""
+    try:
+        relative = file.resolve().relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, or not under the root
+        return None
+    return safe_path(root, relative.as_posix())
+
+
 def _rows(line: str, shown: str, number: int) -> importing.Rows:
     try:
         data = decode(line)
         key = "annotations" if "type" in data else "pageNotes"
+        validate.refuse_unknown(data, KEYS[key], "a marker")
         return importing.rows_of({"format": JSON_FORMAT, "version": JSON_VERSION, key: [data]})
     except ValidationError as e:
         raise MarkerError(shown, number, _ITEM.sub("", e.message)) from None

@@ -147,6 +147,18 @@ class AnnotatePlugin(BasePlugin[AnnotateConfig]):
         self.sources = sources
         return files
 
+    def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Any) -> str:
+        """The page without the notes `annotate export --inline` wrote into it (docs/inline.md):
+        a published site carries none, enabled or not (issue #27)."""
+        if "annotate: " not in markdown:
+            return markdown  # the common page: one scan, nothing imported
+        from annotate import inline
+
+        doc = inline.Document.parse(markdown)
+        if not inline.markers(doc):
+            return markdown
+        return inline.strip(doc)[0].text()
+
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
         reviewing = self.command == "serve" or self.config.build
         if self.config.enabled and reviewing and "doc-heading" in html:

@@ -6,8 +6,10 @@ import json
 import re
 from pathlib import Path
 
+import markdown
 import pytest
 from click.testing import CliRunner
+from markdown_it import MarkdownIt
 
 import annotate
 from annotate import inline
@@ -17,7 +19,7 @@ from annotate.errors import InlineError, MarkerError
 from .conftest import text_note, write_project
 from .inline_project import add_notes, file_bytes, make_project, snapshot
 
-MARKER_LINE = re.compile(r"^<!-- annotate: (.*) -->\r?\n", re.MULTILINE)
+MARKER_LINE = re.compile(r"^\[//\]: # \(annotate: (.*)\)\r?\n", re.MULTILINE)
 
 
 def _filled(text: str) -> list[str]:
@@ -37,13 +39,13 @@ def _markers(data: bytes) -> list[dict[str, object]]:
 # -- the marker ---------------------------------------------------------------------------------
 
 
-def test_a_marker_is_one_comment_no_note_can_end(store: annotate.Store) -> None:
-    nasty = "ends --> here, <!-- opens, --!> ends, -- dashes ---, a\nline\u2028sep\u0085 <b>"
+def test_a_marker_is_one_definition_no_note_can_end(store: annotate.Store) -> None:
+    nasty = "ends ) here, (opens, \\) escaped, --> <!-- a\nline\u2028sep\u0085 <b> \u202e"
     note = store.add_page_note({"pageUrl": "/", "note": nasty})
     line = inline.encode(note)
-    assert line.startswith("<!-- annotate: {") and line.endswith("} -->")
-    inner = line[len("<!-- annotate: ") : -len(" -->")]
-    assert "--" not in inner and "<" not in inner and ">" not in inner
+    assert line.startswith("[//]: # (annotate: {") and line.endswith("})")
+    inner = line[len("[//]: # (annotate: ") : -len(")")]
+    assert not re.search(r"[()<>\u202e]", inner)
     assert not re.search(r"[\n\r\u2028\u2029\u0085]", line)
     assert inline.decode(line)["note"] == nasty
     assert list(json.loads(inner))[:3] == ["id", "status", "note"]
@@ -52,7 +54,7 @@ def test_a_marker_is_one_comment_no_note_can_end(store: annotate.Store) -> None:
 def test_a_marker_reads_left_to_right(store: annotate.Store, tmp_path: Path) -> None:
     write_project(tmp_path, "# Install\n\nRun pip install mkdocs-annotate in a shell.\n")
     a = store.add_annotation(text_note(intent="replace", suggestion="Run pipx"))
-    data = json.loads(inline.encode(store.get_annotation(a.id))[len("<!-- annotate: ") : -4])
+    data = json.loads(inline.encode(store.get_annotation(a.id))[len(inline.MARKER_PREFIX) : -1])
     assert list(data)[:6] == ["id", "type", "status", "intent", "note", "suggestion"]
     assert "excerpt" not in data["source"] and "replacedText" not in data
 
@@ -177,8 +179,10 @@ PLACES = [
 
 def _line_after_markers(text: str, id: str) -> str:
     lines = text.splitlines()
-    n = next(i for i, line in enumerate(lines) if id in line and line.startswith("<!-- annotate"))
-    while lines[n].startswith("<!-- annotate: "):
+    n = next(
+        i for i, line in enumerate(lines) if id in line and line.startswith(inline.MARKER_PREFIX)
+    )
+    while lines[n].startswith(inline.MARKER_PREFIX):
         n += 1
     assert lines[n] == "", "a blank line ends each group of markers"
     return lines[n + 1]
@@ -258,7 +262,7 @@ def test_a_note_without_lines_goes_to_the_top(tmp_path: Path) -> None:
         assert note.source is None
         inline.export_inline(store)
     text = (tmp_path / "docs" / "guide" / "install.md").read_text()
-    assert text.startswith("---\ntitle: Install\n...\n\n<!-- annotate: ")
+    assert text.startswith("---\ntitle: Install\n...\n\n[//]: # (annotate: ")
     assert _line_after_markers(text, note.id) == "Run pip install mkdocs-annotate."
 
 
@@ -294,7 +298,7 @@ def test_import_without_strip_finds_the_lines_in_the_marked_file(tmp_path: Path)
         back = store.get_annotation(note.id)
     assert back.source is not None and back.source.line_start == 7
     lines = (tmp_path / "docs" / "guide" / "install.md").read_text().splitlines()
-    assert lines[4].startswith("<!-- annotate: ") and lines[6].startswith("Run pip install")
+    assert lines[4].startswith(inline.MARKER_PREFIX) and lines[6].startswith("Run pip install")
 
 
 def test_a_malformed_marker_names_its_line_and_changes_nothing(tmp_path: Path) -> None:
@@ -319,7 +323,9 @@ def test_a_malformed_marker_names_its_line_and_changes_nothing(tmp_path: Path) -
 
 def test_a_marker_shown_in_code_is_no_marker(tmp_path: Path) -> None:
     page = (
-        '# Doc\n\n```markdown\n<!-- annotate: {"id": broken -->\n```\n\n    <!-- annotate: x -->\n'
+        '# Doc\n\n```markdown\n<!-- annotate: {"id": broken -->\n[//]: # (annotate: {"id": x})\n'
+        "```\n\n    <!-- annotate: x -->\n\n- item\n\n  [//]: # (annotate: y)\n\n"
+        "Text\n[//]: # (annotate: z)\n"
     )
     write_project(tmp_path, page)
     with annotate.open(tmp_path) as store:
@@ -410,4 +416,98 @@ def test_import_reads_every_markdown_suffix(tmp_path: Path) -> None:
         result = inline.import_inline(store, strip_markers=True)
         assert result.markers == 1 and store.get_page_note(note.id).note == note.note
     assert (tmp_path / "docs" / "old.markdown").read_text() == "# Old\n"
-    assert (tmp_path / "docs" / "notes.txt").read_text().startswith("<!-- annotate: ")
+    assert (tmp_path / "docs" / "notes.txt").read_text().startswith(inline.MARKER_PREFIX)
+
+
+# -- issue #32: strict markers, symlinked pages ------------------------------------------------
+
+STRICT = [
+    ('{"id": "a_0123456789", "id": "a_9876543210", "type": "text", "pageUrl": "/"}', "twice"),
+    ('{"id": "a_0123456789", "type": "text", "pageUrl": "/", "note": "x", "extra": 1}', "extra"),
+    ('{"id": "a_0123456789", "type": "text", "pageUrl": "/", "anchorScore": NaN}', "NaN"),
+    ('{"id": "a_0123456789", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}", "too deeply"),
+]
+
+
+@pytest.mark.parametrize(("payload", "why"), STRICT, ids=["twice", "unknown", "nan", "deep"])
+@pytest.mark.parametrize("form", ["[//]: # (annotate: {})", "<!-- annotate: {} -->"])
+def test_a_marker_is_read_strictly(tmp_path: Path, payload: str, why: str, form: str) -> None:
+    """Duplicate keys, unknown fields, NaN and deep nesting are refused as the REST API refuses
+    them: one MarkerError naming the line, nothing stored, no file changed."""
+    write_project(tmp_path, "# Install\n")
+    bad = tmp_path / "docs" / "bad.md"
+    bad.write_text("# Bad\n\n" + form.replace("{}", payload) + "\n\nText.\n")
+    before = bad.read_bytes()
+    with annotate.open(tmp_path) as store:
+        with pytest.raises(MarkerError, match=rf"bad\.md:3: .*{why}"):
+            inline.import_inline(store, strip_markers=True)
+        assert store.list_annotations(include_resolved=True) == []
+        assert store.list_page_notes(include_resolved=True) == []
+    assert bad.read_bytes() == before
+
+
+def test_strip_writes_through_a_symlinked_page(tmp_path: Path) -> None:
+    """docs/index.md → ../README.md: the markers are read once, removed from README.md, and the
+    page stays a link (it was replaced by a copy with the markers left in README.md)."""
+    write_project(tmp_path, "# Install\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("# Project\n\nThe project's front page, shared with the docs.\n")
+    (tmp_path / "docs" / "index.md").symlink_to(Path("..") / "README.md")
+    with annotate.open(tmp_path) as store:
+        note = store.add_page_note({"pageUrl": "/", "note": "Say what it does first."})
+        assert inline.export_inline(store).files == ["docs/index.md"]
+        marked = readme.read_text()
+        assert inline.MARKER_PREFIX in marked
+        store.delete(note.id)
+        result = inline.import_inline(store, strip_markers=True)
+        assert result.markers == 1 and store.get_page_note(note.id).note == note.note
+    assert (tmp_path / "docs" / "index.md").is_symlink()
+    assert readme.read_text() == "# Project\n\nThe project's front page, shared with the docs.\n"
+
+
+def test_a_link_leading_outside_the_project_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    project = write_project(tmp_path / "project", "# Install\n")
+    outside = tmp_path / "elsewhere.md"
+    with annotate.open(project) as store:
+        note = store.add_page_note({"pageUrl": "/guide/install/", "note": "Not from here."})
+        marker = inline.encode(note)
+        store.delete(note.id)
+    outside.write_text(f"# Elsewhere\n\n{marker}\n\nText.\n")
+    (project / "docs" / "linked.md").symlink_to(outside)
+    with annotate.open(project) as store:
+        with pytest.raises(InlineError, match=r"linked\.md leads outside the project"):
+            inline.import_inline(store, strip_markers=True)
+        with pytest.raises(InlineError, match=r"leads outside the project"):
+            inline.import_inline(store, outside)
+        assert store.list_page_notes() == []
+    assert inline.MARKER_PREFIX in outside.read_text()
+
+
+def test_markers_of_the_older_form_are_read_and_stripped(tmp_path: Path) -> None:
+    """Files marked by an earlier release (HTML comments) import and strip as before."""
+    page = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
+    write_project(tmp_path, page)
+    with annotate.open(tmp_path) as store:
+        note = store.add_annotation(text_note())
+        old = inline.OLD_PREFIX + inline.encode(note)[len(inline.MARKER_PREFIX) : -1] + " -->"
+        store.delete(note.id)
+    file = tmp_path / "docs" / "guide" / "install.md"
+    file.write_text(f"# Install\n\n{old}\n\nRun pip install mkdocs-annotate in a shell.\n")
+    with annotate.open(tmp_path) as store:
+        result = inline.import_inline(store, strip_markers=True)
+        assert result.markers == 1 and store.get_annotation(note.id).note == note.note
+    assert file.read_text() == page
+
+
+@pytest.mark.parametrize("renderer", ["python-markdown", "markdown-it-py"])
+def test_a_marker_renders_as_nothing(store: annotate.Store, renderer: str) -> None:
+    """The marker is a link reference definition: CommonMark (markdown-it-py; GitHub's cmark-gfm
+    alike) and Python-Markdown consume it and write nothing, in the page or its source."""
+    note = store.add_page_note({"pageUrl": "/", "note": "Secret ) ( --> <b>text</b> \\ end"})
+    text = f"# Title\n\n{inline.encode(note)}\n{inline.encode(note)}\n\nBody.\n"
+    if renderer == "python-markdown":
+        html = markdown.markdown(text)
+    else:
+        html = MarkdownIt("commonmark").render(text)
+    assert html.split() == ["<h1>Title</h1>", "<p>Body.</p>"]

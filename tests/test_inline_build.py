@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,6 +18,8 @@ import annotate
 from annotate import inline
 
 from .inline_project import add_notes, make_project
+
+ZENSICAL = Path(sys.executable).parent / "zensical"
 
 
 class Page(HTMLParser):
@@ -103,12 +107,63 @@ def test_the_built_pages_show_the_same_text(built: tuple[Path, dict[str, object]
     assert before["inline-fixtures/code/index.html"][2].startswith("Code blocks - ")
 
 
-def test_the_markers_are_comments_in_the_built_pages(
+def _leaks(site: Path, ids: list[str], texts: tuple[str, ...] = ()) -> list[str]:
+    """The files of a built site (pages, search index, sitemap) that hold a note's id or text."""
+    found = []
+    for file in sorted(site.rglob("*")):
+        if file.is_file() and file.suffix in (".html", ".json", ".xml", ".txt"):
+            data = file.read_text(encoding="utf-8", errors="replace")
+            if any(i in data for i in ids) or any(t in data for t in texts):
+                found.append(file.relative_to(site).as_posix())
+    return found
+
+
+def test_a_site_built_without_the_plugin_publishes_no_note(
     built: tuple[Path, dict[str, object]],
 ) -> None:
+    """Issue #27 item 5: plain MkDocs renders the markers as nothing, not even in the HTML source."""
+    project, runs = built
+    ids = runs["ids"]
+    assert isinstance(ids, list) and ids
+    assert _leaks(project / "site-after", ids, ("split it --",)) == []
+
+
+def test_a_site_built_with_the_plugin_publishes_no_note(
+    built: tuple[Path, dict[str, object]], tmp_path: Path
+) -> None:
+    """The plugin strips the markers, of the current form and the older HTML comment, before
+    Python-Markdown sees the page."""
     project, runs = built
     ids = runs["ids"]
     assert isinstance(ids, list)
-    html = (project / "site-after" / "inline-fixtures" / "tabs" / "index.html").read_text()
-    assert html.count("<!-- annotate: ") >= 3
-    assert "-->" not in html.split("<!-- annotate: ", 1)[1].split(" -->", 1)[0]
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("site-*", ".annotate"))
+    old = copy / "docs" / "inline-fixtures" / "old-form.md"
+    old.write_text(
+        '# Old form\n\n<!-- annotate: {"id": "a_0ldf0rm000", "note": "An old secret."} -->\n\n'
+        "Text of the page.\n"
+    )
+    config = copy / "mkdocs.yml"
+    config.write_text(config.read_text() + "plugins:\n- search\n- annotate\n")
+    pages = build_site(copy, tmp_path / "site")
+    assert "Text of the page." in pages["inline-fixtures/old-form/index.html"][0]
+    leaks = _leaks(tmp_path / "site", [*ids, "a_0ldf0rm000"], ("An old secret", "split it --"))
+    assert leaks == []
+    # The plugin strips the built page, not the file: the notes are still there to import.
+    assert len(inline.markers(inline.Document.parse(old.read_text()))) == 1
+
+
+def test_a_site_built_by_zensical_publishes_no_note(
+    built: tuple[Path, dict[str, object]], tmp_path: Path
+) -> None:
+    """Zensical runs no MkDocs plugin: its Markdown renders the markers as nothing."""
+    project, runs = built
+    ids = runs["ids"]
+    assert isinstance(ids, list)
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("site-*", ".annotate"))
+    subprocess.run(
+        [str(ZENSICAL), "build", "--clean"], cwd=copy, check=True, capture_output=True, timeout=600
+    )
+    assert len(list((copy / "site").rglob("*.html"))) >= 25
+    assert _leaks(copy / "site", ids, ("split it --",)) == []

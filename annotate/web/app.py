@@ -12,9 +12,7 @@ import contextlib
 import functools
 import json
 import logging
-import math
 import re
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .. import __version__, export, urls
+from .. import __version__, export, strictjson, urls
 from .. import build as builds
 from .. import validation as validate
 from ..anchoring.pagecache import Anchors
@@ -69,40 +67,9 @@ FALSE = ("false", "0", "no")
 # A `\uD800`-style escape may hold a lone surrogate, which SQLite cannot store as UTF-8.
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]|\\u[dD][c-fC-F]")
 STATUS_ACTIONS = ("start", "address", "accept", "reopen")
-# Python refuses longer integers with a message about its own settings. Fields the server sets are
-# accepted whatever they hold (openapi.json), so a shorter bound would refuse valid bodies.
-MAX_DIGITS = 4300
 
 
 # -- request helpers ----------------------------------------------------------------------------
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _whole(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_DIGITS:
-        raise ValueError(f"a number has more than {MAX_DIGITS} digits")
-    return int(text)
-
-
-def _number(text: str) -> float | int:
-    number = float(text)
-    if math.isinf(number):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    # JSON has one kind of number, and to JSON Schema (openapi.json) 12.0 is an integer: every
-    # number field a body has is one.
-    return int(number) if number.is_integer() else number
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Which of two equal keys counts differs between parsers: refuse rather than pick one.
-    data = dict(pairs)
-    if len(data) != len(pairs):
-        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
-        raise ValueError(f"the key {twice!r} appears twice in one object")
-    return data
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -130,16 +97,10 @@ async def _json_body(request: Request) -> dict[str, Any]:
             "UTF-16 or UTF-32",
         )
     try:
-        data = json.loads(
-            text,
-            parse_constant=_refuse_constant,
-            parse_int=_whole,
-            parse_float=_number,
-            object_pairs_hook=_no_duplicates,
-        )
+        data = strictjson.loads(text)
         if SURROGATE_ESCAPE.search(raw):
             json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except RecursionError:
+    except strictjson.TooDeep:
         raise HttpError(400, BAD_JSON, "Request body is nested too deeply") from None
     except UnicodeError:
         raise HttpError(
