@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from .agents import QUESTION, asks
 from .errors import ValidationError
+from .escape import PLAIN, escape
 from .models import Annotation, PageNote
 from .pages import safe_path
 from .reconcile import MAX_SOURCE_BYTES
@@ -93,11 +94,12 @@ class Context:
             state = f"status: {item.status}, anchor: {item.anchor_state}"
         else:
             kind, state = "page note", f"status: {item.status}"
-        where = f" — {self.path}" if self.path else ""
+        # Every user string through `escape` (issue #27): none can start a line of its own.
+        where = f" — {escape(self.path, PLAIN)}" if self.path else ""
         if self.line_start is not None:
             end = f"-{self.line_end}" if self.line_end != self.line_start else ""
             where += f":{self.line_start}{end}"
-        out = [f"[{item.id}] {kind} on {item.page_url}{where} ({state})"]
+        out = [f"[{item.id}] {kind} on {escape(item.page_url, PLAIN)}{where} ({state})"]
         if isinstance(item, Annotation):
             out.append("intent: " + intent_line(item.intent))
         out += _field("note", item.note or "(none)")
@@ -108,9 +110,9 @@ class Context:
                 out += _field("quote", item.selected_text or "")
             elif item.element_selector:
                 sel = item.element_selector
-                out.append(f"element: {sel.css_selector}")
+                out.append(f"element: {escape(sel.css_selector, PLAIN)}")
                 if sel.description:
-                    out.append(f"description: {sel.description}")
+                    out.append(f"description: {escape(sel.description, PLAIN)}")
             if item.replaced_text:
                 out += _field("replaced by", item.replaced_text)
         for r in item.replies:
@@ -120,7 +122,8 @@ class Context:
         if self.lines:
             marks = self.line_start is not None and not self.last_known
             marked = " (> marks the note's lines)" if marks else ""
-            out += ["", f"{self.path}, lines {self.first_line}-{self.last_line}{marked}:"]
+            shown = escape(self.path or "", PLAIN)
+            out += ["", f"{shown}, lines {self.first_line}-{self.last_line}{marked}:"]
             out.append(self.numbered())
         return "\n".join(out)
 
@@ -186,7 +189,8 @@ REMOVED = (
 
 
 def _field(name: str, value: str) -> list[str]:
-    first, *rest = value.splitlines() or [""]
+    """`name: value`, a value's further lines indented under it."""
+    first, *rest = [escape(line, PLAIN) for line in value.splitlines()] or [""]
     return [f"{name}: {first}".rstrip(), *(f"  {line}".rstrip() for line in rest)]
 
 
@@ -237,7 +241,7 @@ def _no_lines(item: Annotation | PageNote, path: str) -> str:
     if isinstance(item, PageNote):
         return f"A page note is about the whole page: {path}. The top of the file is shown."
     if item.type == "element":
-        css = item.element_selector.css_selector if item.element_selector else "?"
+        css = escape(item.element_selector.css_selector, PLAIN) if item.element_selector else "?"
         return (
             f"An element annotation points at the rendered page ({css}), not at Markdown lines: "
             f"find the element in {path}. The top of the file is shown."

@@ -113,9 +113,11 @@ def _neutral_start(m: re.Match[str]) -> str:
 def _code(text: str) -> str:
     # CommonMark 6.1: nothing inside a code span whose fence is longer than any backtick run in
     # it can close it.
-    if text.isprintable() and "`" not in text:
+    if text and text.isprintable() and "`" not in text:
         return f"`{text}`"  # the common path or selector
     text = _one_line(text, limit=len(text) + 1)
+    if not text:
+        return "` `"  # `` `` would open a span that nothing closes
     text = visible(text) if HIDDEN.search(text) else text
     ticks = "`"
     while ticks in text:
