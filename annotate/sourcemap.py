@@ -873,11 +873,17 @@ def _exact(
             hits, kinds = same, [where.in_code] * len(same)
         else:
             occurrence = None  # counted among occurrences the Markdown does not have
-    scored = []
+    scored: list[tuple[int, int, float, bool, bool, bool]] = []
+    first, last = len(text) - len(text.lstrip()), len(text.rstrip())
     for n, hit in enumerate(hits):
         end = hit + len(quote)
-        p = _side(before, text[max(0, hit - len(before)) : hit])
-        s = _side(after, text[end : end + len(after)])
+        # At an edge of the Markdown the page's context is the theme's (the header before a
+        # page's first heading, the footer after its last line): no evidence either way, not
+        # a disagreement (issue #26: `# Formatting` got null).
+        p_edge = hit == 0 or (hit <= first and bool(before.strip()))
+        s_edge = end == len(text) or (end >= last and bool(after.strip()))
+        p = None if p_edge else _side(before, text[max(0, hit - len(before)) : hit])
+        s = None if s_edge else _side(after, text[end : end + len(after)])
         sides = [x for x in (p, s) if x is not None]
         weighted = (
             QUOTE_WEIGHT
@@ -885,10 +891,12 @@ def _exact(
             + SUFFIX_WEIGHT * (1.0 if s is None else s)
         ) / (QUOTE_WEIGHT + PREFIX_WEIGHT + SUFFIX_WEIGHT)
         agrees = not sides or sum(sides) / len(sides) >= GOOD_CONTEXT
-        supports = not sides or max(sides) >= SOME_CONTEXT
-        scored.append((hit, n, weighted, agrees, supports))
+        # An edge is no evidence for a copy either: only context that was compared supports.
+        compared = bool(sides) or not ((before and p_edge) or (after and s_edge))
+        supports = max(sides) >= SOME_CONTEXT if sides else compared
+        scored.append((hit, n, weighted, agrees, supports, compared))
     if len(scored) == 1:
-        hit, _, weighted, agrees, supports = scored[0]
+        hit, _, weighted, agrees, supports, _ = scored[0]
         score = 100 if agrees else round(100 * weighted)
         return _Hit(hit, hit + len(quote), score, True, supports)
     top = max(item[2] for item in scored)
@@ -896,19 +904,22 @@ def _exact(
     # Old notes carry no kind: prose-looking context prefers the rendered text over an example.
     prefer_prose = where.in_code is None and not _looks_like_markup(before + " " + after)
 
-    def rank(item: tuple[int, int, float, bool, bool]) -> tuple[int, int, int, int]:
+    def rank(item: tuple[int, int, float, bool, bool, bool]) -> tuple[int, int, int, int, int]:
         hit, n = item[0], item[1]
         return (
             0 if hint is None else abs(hit - hint),
             0 if occurrence is None else int(n != occurrence),
+            int(not item[5]),  # context compared and agreeing, before an edge's benefit of doubt
             int(prefer_prose and haystack.in_code(hit)),
             hit,
         )
 
-    hit, n, weighted, agrees, supports = min(tied, key=rank)
+    hit, n, weighted, agrees, supports, compared = min(tied, key=rank)
     told = occurrence is not None and n == occurrence
-    if len(tied) > 1 and not (supports or told or hint is not None):
-        return None  # several places fit and nothing speaks for one: no guess
+    if (len(tied) > 1 or not compared) and not (supports or told or hint is not None):
+        # Several places fit, or the best is at an edge of the Markdown where its context could
+        # not be compared, and nothing speaks for one: no guess.
+        return None
     score = 100 if agrees else round(100 * weighted)
     return _Hit(hit, hit + len(quote), score, True, supports)
 

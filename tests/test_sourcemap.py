@@ -786,3 +786,57 @@ def test_quotes_from_the_projects_own_docs_map_to_their_lines(project_site: Path
     print(f"\nsource mapping on docs/: {hits}/{total} = {hits / total:.2%}")
     assert total > 500
     assert hits / total >= TARGET_HIT_RATE, misses[:20]
+
+
+# -- issue #26 item 4: a page's first heading ----------------------------------------------------
+
+# A reference page: front matter, its h1, then prose that uses the heading's word again (lower
+# case, as prose does, or capitalised at the start of a sentence).
+FIRST_HEADING = """\
+---
+icon: material/format-text
+---
+
+# Typesetting
+
+Several HTML elements give text its typesetting. Additionally, marks can be
+shown for a document.
+
+  [marks]: https://example.org/marks
+
+## Setup
+
+Typesetting is switched on in the configuration.
+"""
+# What the overlay measures on a built page: the theme's whitespace before the h1 (its edit
+# buttons are left out), the next paragraph after it.
+BEFORE_H1 = "         \n                  \n\n\n\n"
+
+
+@pytest.mark.parametrize("later", ["capitalised", "lower case"])
+def test_a_pages_first_heading_maps_to_its_line(later: str) -> None:
+    """The h1's prefix on the page is theme text the Markdown cannot hold: at the start of the
+    Markdown it is no evidence against the heading. It was: the word again in prose, with a
+    space before it like the page's, won (the prose line; or, in other letter case, null)."""
+    page = FIRST_HEADING
+    if later == "lower case":
+        page = page.replace("Typesetting is switched on", "It is switched on")
+    found = locate_in_markdown(
+        page,
+        "Typesetting",
+        prefix=BEFORE_H1,
+        suffix="\nSeveral HTML elements give text",
+        in_code=False,
+        occurrence=0,
+    )
+    assert found is not None and found.excerpt == "# Typesetting"
+    assert found.line_start == 5
+
+
+def test_the_last_line_of_a_page_keeps_its_place() -> None:
+    """The same at the other edge: the footer's text after the page's last words."""
+    page = "# Notes\n\nThe end of the notes comes here.\n\nRead the notes, the end\n"
+    found = locate_in_markdown(
+        page, "the end", prefix="Read the notes, ", suffix="\nMade with Material for MkDocs"
+    )
+    assert found is not None and found.line_start == 5
