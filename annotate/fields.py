@@ -234,6 +234,7 @@ REPLIES = Field(
 # of a newer build of the same branch its source was located in again (`anchoredOn`). Columns only;
 # the answer is the one object `build`.
 BUILD_SINCE = 7
+LINES_SINCE = 8
 BUILD_COLUMNS = (
     Field("buildBranch", nullable=True, answer=False, since=BUILD_SINCE),
     Field("buildCommit", nullable=True, answer=False, since=BUILD_SINCE),
@@ -426,6 +427,10 @@ ANNOTATION = Table(
         Field("occurrence", type="integer", nullable=True, input=True, answer=False),
         *BUILD_COLUMNS,
         Field("anchoredOn", nullable=True, answer=False, since=BUILD_SINCE),
+        # Issue #26: the Markdown file's lines (a short hash of each, annotate/reconcile.py) when
+        # the note was last located there, so a note that goes stale has its last known lines
+        # carried through a line diff to the file as it is.
+        Field("sourceLines", nullable=True, answer=False, since=LINES_SINCE),
     ),
     decoder_args="r, replies",
     # A row's names are looked up one by one: each column is read once.

@@ -15,17 +15,24 @@ located again even in an unchanged file, and records that commit (`anchored_on`,
 `build.anchoredOn`): "made on build A, re-anchored on B".
 
 Nothing is ever dropped. A note that is not `anchored` keeps the lines where it was last seen, and
-`Source.last_known` says so: they never claim the text that now stands there (issue #13).
+`Source.last_known` says so: they never claim the text that now stands there (issue #13). Those
+lines follow the edits made around them (issue #26): each located note keeps a short hash of every
+line of its file as it was (`source_lines`, 8 characters a line), and a note that goes stale has
+its last known lines carried through a line diff of that file and the file as it is, so three
+lines inserted above a reworded heading move its last known line from 177 to 180.
 Element notes are looked for by their `src`, `href` or text (`sourcemap.locate_element`); text
 that a directive generated points at the directive's lines (`generated.locate_generated`). An unchanged file costs one `stat` per file, not per annotation.
 """
 
 from __future__ import annotations
 
+import base64
+import difflib
+import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,10 +41,15 @@ from . import generated, sourcemap
 from .models import Build
 from .pages import resolve_page, safe_path
 
-__all__ = ["Locator", "locate_source", "plan"]
+__all__ = ["Locator", "line_hashes", "locate_source", "map_lines", "plan"]
 
 # Markdown files larger than this are not read (a page is kilobytes); such notes keep their state.
 MAX_SOURCE_BYTES = sourcemap.MAX_SOURCE_BYTES
+# Each line of a file kept as 6 bytes of its BLAKE2b hash, 8 characters of base64: enough to tell
+# lines apart in a diff (a wrong match needs two different lines with equal hashes, 1 in 2^48),
+# a tenth of the text of an average Markdown line.
+LINE_HASH_BYTES = 6
+LINE_HASH_CHARS = 8
 
 
 @dataclass
@@ -54,6 +66,14 @@ class Locator:
     _mtimes: dict[str, float | None] = field(default_factory=dict)
     _resolved: dict[str, str | None] = field(default_factory=dict)
     _objects: dict[str, list[Any]] = field(default_factory=dict)
+    _hashes: dict[str, str] = field(default_factory=dict)
+
+    def hashes(self, text: str) -> str:
+        """`line_hashes(text)`, once per text in a pass (notes of one file share it)."""
+        found = self._hashes.get(text)
+        if found is None:
+            found = self._hashes[text] = line_hashes(text)
+        return found
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
@@ -196,6 +216,7 @@ def plan(
                 source_object=None,
                 anchor_state="anchored",
                 anchor_score=float(match.score),
+                source_lines=locator.hashes(text),
             )
         elif made is not None:
             change.update(
@@ -207,17 +228,91 @@ def plan(
                 source_object=made.object,
                 anchor_state="anchored",
                 anchor_score=100.0 if made.object else 80.0,
+                source_lines=locator.hashes(text),
             )
         elif row["source_path"]:
             # Seen before, not found now: rewritten. Keep the last known lines as a pointer,
             # marked as last known (Source.last_known) so they claim nothing about the text
-            # that stands there now.
+            # that stands there now, carried through the edits around them when the file's lines
+            # as they were are known (issue #26).
             change.update(anchor_state="stale", anchor_score=0.0)
+            change.update(_moved(row, path, locator.hashes(text)))
         elif element:
             # Never anchored without a source (issue #13, class 7).
             change.update(anchor_state="orphaned", anchor_score=0.0)
         updates[row["id"]] = change
     return updates
+
+
+def line_hashes(text: str) -> str:
+    """Each line of `text` as `LINE_HASH_CHARS` characters of its hash, one after another."""
+    out = []
+    for line in text.split("\n"):
+        digest = hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=LINE_HASH_BYTES)
+        out.append(base64.b64encode(digest.digest()).decode("ascii"))
+    return "".join(out)
+
+
+def _split(hashes: str) -> list[str]:
+    n = LINE_HASH_CHARS
+    return [hashes[i : i + n] for i in range(0, len(hashes), n)]
+
+
+def map_lines(old: Sequence[str], new: Sequence[str], start: int, end: int) -> tuple[int, int]:
+    """Lines `start`-`end` (1-based, inclusive) of `old` carried to `new` through a line diff.
+
+    A line kept maps to where it is now; a line replaced maps to its replacement (the same
+    offset, or the last line that replaced it); a line deleted maps to the line that follows
+    the deletion. Lines equal before and after the diff's changed middle are matched first,
+    so a diff costs little for the usual edit of a few lines.
+    """
+    # The common head and tail cost nothing to diff: only the middle goes to difflib.
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while (
+        tail < min(len(old), len(new)) - head
+        and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]
+    ):
+        tail += 1
+    middle = difflib.SequenceMatcher(
+        None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False
+    ).get_opcodes()
+    last = max(len(new), 1)
+
+    def one(line: int) -> int:
+        at = line - 1
+        if at < head:
+            return line
+        if at >= len(old) - tail:
+            return at + len(new) - len(old) + 1
+        at -= head
+        for tag, i1, i2, j1, j2 in middle:
+            if i1 <= at < i2:
+                if tag == "equal":
+                    return head + j1 + (at - i1) + 1
+                if tag == "replace":
+                    return head + j1 + min(at - i1, j2 - j1 - 1) + 1
+                return min(head + j1 + 1, last)  # deleted: the line after it
+        return min(line, last)
+
+    first = max(1, min(one(start), last))
+    return first, max(first, min(one(end), last))
+
+
+def _moved(row: Mapping[str, Any], path: str, now: str) -> dict[str, Any]:
+    """The last known lines of a note that went stale, carried to the file as it is now (with
+    its lines' hashes, to carry them again after the next edit); nothing when its file's lines
+    as they were are not known (a note last located before issue #26, another file)."""
+    was = row.get("source_lines")
+    start, end = row.get("source_line_start"), row.get("source_line_end")
+    if not was or start is None or end is None or row.get("source_path") != path:
+        return {}
+    if was == now:
+        return {}
+    line_start, line_end = map_lines(_split(was), _split(now), start, end)
+    return {"source_line_start": line_start, "source_line_end": line_end, "source_lines": now}
 
 
 def _newer_build(row: Mapping[str, Any], build: Build | None) -> Build | None:

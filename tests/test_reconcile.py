@@ -281,3 +281,103 @@ def test_prepare_page_parses_a_file_again_only_after_it_changed(
     assert store.prepare_page("/install/")
     assert sourcemap._haystack.cache_info().misses == misses + 1
     store.close()
+
+
+# -- issue #26 item 3: a stale note's last known lines follow the edits around them ---------------
+
+
+def long_page() -> str:
+    """A reference page with its heading of interest on line 177."""
+    lines = ["# Options", ""]
+    n = 0
+    while len(lines) < 176:
+        n += 1
+        lines += [f"## Option number {n}", "", f"Option {n} sets the value of setting {n}.", ""]
+    lines = [*lines[:176], "## The colour of the background", "", "Sets the colour behind text."]
+    lines += ["", "## Last option", "", "The last option of the page.", ""]
+    return "\n".join(lines)
+
+
+HEADING = "The colour of the background"
+
+
+def test_a_stale_note_moves_with_lines_inserted_above(project: Path, db_url: str | None) -> None:
+    """Three lines inserted above a heading reworded beyond recognition: its last known line
+    moves from 177 to 180, still marked as last known."""
+    page = project / "docs" / "install.md"
+    text = long_page()
+    touch_write(page, text)
+    assert text.split("\n")[176] == f"## {HEADING}"
+    store = annotate.open(project, db=db_url)
+    a = store.add_annotation(quote(HEADING, suffix="\nSets the colour behind text."))
+    assert (a.anchor_state, a.source.line_start) == ("anchored", 177)
+    edited = text.replace("# Options\n", "# Options\n\nA new introduction.\nIn two lines.\n", 1)
+    edited = edited.replace(f"## {HEADING}", "## Backdrop", 1)
+    touch_write(page, edited)
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "stale" and got.source.last_known
+    assert (got.source.line_start, got.source.line_end) == (180, 180)
+    assert edited.split("\n")[179] == "## Backdrop"
+    assert got.to_dict()["source"]["lastKnown"] is True
+    # Edited again (two lines deleted above): carried again, from where it was carried to.
+    touch_write(page, edited.replace("A new introduction.\nIn two lines.\n", "", 1))
+    again = store.get_annotation(a.id)
+    assert (again.anchor_state, again.source.line_start) == ("stale", 178)
+    store.close()
+
+
+def test_a_stale_note_whose_lines_were_deleted_points_after_them(
+    project: Path, db_url: str | None
+) -> None:
+    store = annotate.open(project, db=db_url)
+    a = store.add_annotation(
+        quote("Use pipx when you want the tool isolated from your other packages.")
+    )
+    assert a.source.line_start == 13
+    page = project / "docs" / "install.md"
+    edited = PAGE.replace("## With pip\n\n", "", 1).replace(
+        "Use pipx when you want the tool isolated from your other packages.\n",
+        "Homebrew users can run brew install for a system-wide copy instead.\n",
+    )
+    touch_write(page, "Added first.\n" + edited)
+    got = store.get_annotation(a.id)
+    assert got.anchor_state == "stale"
+    # Line 13 was replaced: its replacement, one line down for the added line and two up for
+    # the deleted heading and blank line.
+    assert got.source.line_start == 12
+    assert (project / "docs" / "install.md").read_text().split("\n")[11].startswith("Homebrew")
+    store.close()
+
+
+def test_map_lines_carries_ranges_through_a_diff() -> None:
+    from annotate.reconcile import map_lines
+
+    old = ["a", "b", "c", "d", "e"]
+    assert map_lines(old, old, 2, 4) == (2, 4)
+    assert map_lines(old, ["x", "y", *old], 2, 4) == (4, 6)  # inserted above
+    assert map_lines(old, ["a", "b", "C", "d", "e"], 3, 3) == (3, 3)  # replaced in place
+    assert map_lines(old, ["a", "b", "d", "e"], 3, 3) == (3, 3)  # deleted: the line after it
+    assert map_lines(old, ["a", "b"], 4, 5) == (2, 2)  # deleted to the end: the last line
+    assert map_lines(old, [], 1, 5) == (1, 1)
+    assert map_lines(old, ["e", "d", "c", "b", "a"], 1, 2)[0] >= 1
+
+
+def test_a_note_located_before_the_hashes_keeps_its_lines(
+    project: Path, db_url: str | None
+) -> None:
+    """A note whose file's lines as they were are not known (made by an earlier release, or
+    imported) keeps its last known lines as before."""
+    store = annotate.open(project, db=db_url)
+    a = store.add_annotation(
+        quote("Use pipx when you want the tool isolated from your other packages.")
+    )
+    with store._tx(write=True) as conn:
+        conn.execute("UPDATE annotations SET source_lines = NULL WHERE id = ?", (a.id,))
+    page = project / "docs" / "install.md"
+    rewritten = "Homebrew users can run brew install for a system-wide copy instead."
+    touch_write(page, "New.\nLines.\n" + PAGE.replace(
+        "Use pipx when you want the tool isolated from your other packages.", rewritten
+    ))  # fmt: skip
+    got = store.get_annotation(a.id)
+    assert (got.anchor_state, got.source.line_start) == ("stale", 13)
+    store.close()
