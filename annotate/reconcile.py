@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -66,14 +67,6 @@ class Locator:
     _mtimes: dict[str, float | None] = field(default_factory=dict)
     _resolved: dict[str, str | None] = field(default_factory=dict)
     _objects: dict[str, list[Any]] = field(default_factory=dict)
-    _hashes: dict[str, str] = field(default_factory=dict)
-
-    def hashes(self, text: str) -> str:
-        """`line_hashes(text)`, once per text in a pass (notes of one file share it)."""
-        found = self._hashes.get(text)
-        if found is None:
-            found = self._hashes[text] = line_hashes(text)
-        return found
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
@@ -216,7 +209,7 @@ def plan(
                 source_object=None,
                 anchor_state="anchored",
                 anchor_score=float(match.score),
-                source_lines=locator.hashes(text),
+                source_lines=line_hashes(text),
             )
         elif made is not None:
             change.update(
@@ -228,7 +221,7 @@ def plan(
                 source_object=made.object,
                 anchor_state="anchored",
                 anchor_score=100.0 if made.object else 80.0,
-                source_lines=locator.hashes(text),
+                source_lines=line_hashes(text),
             )
         elif row["source_path"]:
             # Seen before, not found now: rewritten. Keep the last known lines as a pointer,
@@ -236,7 +229,7 @@ def plan(
             # that stands there now, carried through the edits around them when the file's lines
             # as they were are known (issue #26).
             change.update(anchor_state="stale", anchor_score=0.0)
-            change.update(_moved(row, path, locator.hashes(text)))
+            change.update(_moved(row, path, line_hashes(text)))
         elif element:
             # Never anchored without a source (issue #13, class 7).
             change.update(anchor_state="orphaned", anchor_score=0.0)
@@ -244,6 +237,9 @@ def plan(
     return updates
 
 
+# Keyed by the whole text, as sourcemap's parse: notes made one after another on an unchanged page
+# hash its lines once (about 1.5 ms for 500 lines).
+@functools.lru_cache(maxsize=128)
 def line_hashes(text: str) -> str:
     """Each line of `text` as `LINE_HASH_CHARS` characters of its hash, one after another."""
     out = []
