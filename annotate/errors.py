@@ -175,8 +175,8 @@ class InlineError(AnnotateError):
 
 
 class MarkerError(InlineError):
-    """A line of a Markdown file that opens an inline marker (`<!-- annotate: `) but cannot be
-    read as one."""
+    """A line of a Markdown file that opens an inline marker (`[//]: # (annotate: `, or the older
+    `<!-- annotate: `) but cannot be read as one."""
 
     code = "invalid_marker"
 
