@@ -51,6 +51,9 @@ MAX_SOURCE_BYTES = sourcemap.MAX_SOURCE_BYTES
 # a tenth of the text of an average Markdown line.
 LINE_HASH_BYTES = 6
 LINE_HASH_CHARS = 8
+# A changed middle longer than this (lines, after the common head and tail) is not diffed on a
+# read: a stale note there keeps its lines. A documentation page is far shorter.
+MAX_DIFF_LINES = 20_000
 
 
 @dataclass
@@ -272,8 +275,12 @@ def map_lines(old: Sequence[str], new: Sequence[str], start: int, end: int) -> t
         and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]
     ):
         tail += 1
+    if max(len(old), len(new)) - head - tail > MAX_DIFF_LINES:
+        return start, end  # too big a change to diff on a read: the lines stay as they were
+    # autojunk: lines found everywhere (blank lines, fences) start no match, only extend one,
+    # which keeps a diff of a page with hundreds of blank lines to milliseconds.
     middle = difflib.SequenceMatcher(
-        None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False
+        None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=True
     ).get_opcodes()
     last = max(len(new), 1)
 
