@@ -117,6 +117,7 @@ class ExportResult:
     files: list[str] = field(default_factory=list)
     already: int = 0  # notes that had a marker in their file already
     no_file: int = 0  # notes on pages without a Markdown file
+    converted: int = 0  # markers of the older form (HTML comments) rewritten in the current one
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +125,7 @@ class ExportResult:
             "files": self.files,
             "already": self.already,
             "noFile": self.no_file,
+            "converted": self.converted,
         }
 
 
@@ -474,27 +476,36 @@ def export_inline(store: Store, page_url: str | None = None) -> ExportResult:
         full = safe_path(Path(store.project_dir), path)
         if full is None:
             raise InlineError(f"{path} is not a file inside {store.project_dir}")
-        marked, written, already = _mark(_read(full, path), file_items)
+        marked, written, already, converted = _mark(_read(full, path), file_items)
         result.written += written
         result.already += already
-        if written:
+        result.converted += converted
+        if written or converted:
             writes[full] = (path, marked)
             result.files.append(path)
     _write_all(writes)
     return result
 
 
-def _mark(doc: Document, items: Iterable[Annotation | PageNote]) -> tuple[Document, int, int]:
-    """`doc` with a marker for each of `items` not marked in it yet; how many written, how many
-    were there."""
+def _mark(doc: Document, items: Iterable[Annotation | PageNote]) -> tuple[Document, int, int, int]:
+    """`doc` with a marker for each of `items` not marked in it yet, and its markers of the older
+    form rewritten in the current one; how many written, how many were there, how many
+    rewritten."""
     plain, groups, where = strip(doc)
     present = set()
+    converted = 0
     for group in groups.values():
-        for marker in group:
+        for k, marker in enumerate(group):
             try:
                 present.add(decode(marker)["id"])
             except ValueError:
                 continue
+            old = OLD_MARKER.fullmatch(marker.rstrip("\r\n"))
+            if old is not None:
+                # The same JSON, escaped for the new form: the HTML comment would publish it.
+                end = marker[len(marker.rstrip("\r\n")) :]
+                group[k] = MARKER_PREFIX + escape(old.group(1), MARKER_TEXT) + MARKER_SUFFIX + end
+                converted += 1
     start, found, allowed = _places(plain)
     new: dict[int, list[str]] = {}
     written = already = 0
@@ -508,10 +519,10 @@ def _mark(doc: Document, items: Iterable[Annotation | PageNote]) -> tuple[Docume
             target = where[min(item.source.line_start, len(where)) - 1]
         new.setdefault(_place(target, start, found, allowed), []).append(encode(item))
         written += 1
-    if not written:
-        return doc, 0, already
+    if not written and not converted:
+        return doc, 0, already, 0
     merged = {n: [*groups.get(n, []), *new.get(n, [])] for n in set(groups) | set(new)}
-    return insert(plain, merged), written, already
+    return insert(plain, merged), written, already, converted
 
 
 # -- import -------------------------------------------------------------------------------------

@@ -511,3 +511,30 @@ def test_a_marker_renders_as_nothing(store: annotate.Store, renderer: str) -> No
     else:
         html = MarkdownIt("commonmark").render(text)
     assert html.split() == ["<h1>Title</h1>", "<p>Body.</p>"]
+
+
+def test_export_rewrites_markers_of_the_older_form(tmp_path: Path) -> None:
+    """A file marked by an earlier release publishes its notes in HTML comments: exporting again
+    rewrites them in the current form (the same JSON), and --strip still gives the file back."""
+    page = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n"
+    write_project(tmp_path, page)
+    file = tmp_path / "docs" / "guide" / "install.md"
+    with annotate.open(tmp_path) as store:
+        note = store.add_annotation(text_note(note="Say (briefly) why --> <b>"))
+        new = inline.encode(note)
+        payload = json.dumps(inline.decode(new), ensure_ascii=False, separators=(", ", ": "))
+        payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("--", "-\\u002d")
+        old = f"{inline.OLD_PREFIX}{payload} -->"
+        file.write_text(f"# Install\n\n{old}\n\nRun pip install mkdocs-annotate in a shell.\n")
+        result = inline.export_inline(store)
+        assert (result.already, result.converted, result.written) == (1, 1, 0)
+        lines = file.read_text().split("\n")
+        assert lines[2].startswith(inline.MARKER_PREFIX) and inline.decode(lines[2]) == (
+            inline.decode(old)
+        )
+        assert markdown.markdown(file.read_text()).split("\n")[1] == (
+            "<p>Run pip install mkdocs-annotate in a shell.</p>"
+        )
+        assert inline.export_inline(store).converted == 0  # nothing left to rewrite
+        inline.import_inline(store, strip_markers=True)
+    assert file.read_text() == page
