@@ -20,6 +20,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from annotate.chatview import APP_ONLY
 from annotate.mcp_server import TOOLS
 
 from . import serving
@@ -86,7 +87,7 @@ def _text(result: Any) -> str:
 
 async def test_every_tool_over_stdio(project: Path) -> None:
     async with stdio(project) as client:
-        assert {t.name for t in (await client.list_tools()).tools} == set(TOOLS)
+        assert {t.name for t in (await client.list_tools()).tools} == set(TOOLS) - set(APP_ONLY)
         assert client.server_info.name == "mkdocs-annotate"
 
         # The store is created by the server on first use.
