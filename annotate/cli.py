@@ -758,14 +758,17 @@ def send(ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None) -> None
     help="With --remote: the file holding the agent token (mode 0600; refused when other users "
     "can read it).",
 )
-def mcp(project: str | None, db: str | None, remote: str | None, token_file: str | None) -> None:
+@click.option("--pretty", is_flag=True, help="Indent JSON answers (compact by default).")
+def mcp(
+    project: str | None, db: str | None, remote: str | None, token_file: str | None, pretty: bool
+) -> None:
     """Run the MCP server over stdio, for coding agents (configured by `annotate setup`)."""
     if remote is None:
         if token_file is not None:
             raise SystemExit(_fail("--token-file is only used with --remote URL"))
         from .mcp_server import run
 
-        run(project, db)
+        run(project, db, pretty=pretty)
         return
     if db is not None or token_file is None:
         why = "--db names a local store" if db is not None else "--remote needs --token-file F"
@@ -785,10 +788,13 @@ def mcp(project: str | None, db: str | None, remote: str | None, token_file: str
 @click.option(
     "--agent",
     "agent",
-    type=click.Choice(["claude", "codex", "opencode", "all"]),
+    type=click.Choice(
+        ["claude", "codex", "opencode", "all", "claude-desktop", "vscode", "cursor", "goose"]
+    ),
     default="all",
     show_default=True,
-    help="Which agent to connect.",
+    help="Which agent to connect: `all` is the terminal agents; the hosts that show the review "
+    "view (claude-desktop, vscode, cursor, goose) one at a time.",
 )
 @click.option(
     "--scope",
@@ -822,7 +828,8 @@ def setup(
     """Connect coding agents: MCP configuration, skill files, .gitignore (idempotent)."""
     from . import agent_setup
 
-    chosen = agent_setup.AGENTS if agent == "all" else (agent,)
+    every = agent_setup.EVERY if uninstall else agent_setup.AGENTS
+    chosen = every if agent == "all" else (agent,)
     try:
         project = str(find_project(project))
         if uninstall:

@@ -612,9 +612,11 @@ def _hint(
             result.content.append(TextContent(type="text", text=hint))
 
 
-def run(project: str | Path | None = None, db: str | Path | None = None) -> None:
+def run(
+    project: str | Path | None = None, db: str | Path | None = None, *, pretty: bool = False
+) -> None:
     """Serve the MCP tools over stdio until the client closes the connection."""
-    anyio.run(_serve_stdio, build_server(project, db))
+    anyio.run(_serve_stdio, build_server(project, db, pretty=pretty))
 
 
 async def _serve_stdio(server: MCPServer) -> None:
