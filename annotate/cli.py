@@ -784,6 +784,25 @@ def mcp(
     run_remote(remote, token_file, root, problem=problem)
 
 
+@cli.command("chat")
+@project_option
+@click.option("--page", "page_url", metavar="URL", help="The page to show (default: home).")
+@click.option("--path", metavar="FILE", help="Or its Markdown file, e.g. docs/guide.md.")
+@click.option("--port", type=int, default=0, help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--no-browser", is_flag=True, help="Print the URL only; open no browser.")
+def chat(
+    project: str | None, page_url: str | None, path: str | None, port: int, no_browser: bool
+) -> None:
+    """Show the review view in a browser tab, as a chat host would, with the host's messages."""
+    from .chathost import run
+
+    try:
+        run(find_project(project), page_url=page_url, path=path, port=port,
+            open_browser=not no_browser)  # fmt: skip
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+
+
 @cli.command("setup")
 @click.option(
     "--agent",
