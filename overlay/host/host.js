@@ -58,7 +58,7 @@ function host(iframe, input, result) {
   addEventListener("message", async (e) => {
     if (e.source !== iframe.contentWindow) return;
     const m = e.data;
-    if (!m || m.jsonrpc !== "2.0") return;
+    if (m?.jsonrpc !== "2.0") return;
     show("view → host", m);
     if (!m.method) return;
     const p = m.params || {};
