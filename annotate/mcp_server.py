@@ -1,7 +1,8 @@
 """`annotate mcp`: the MCP server over stdio (docs/mcp.md), with the official `mcp` SDK.
 
 A drop-in for astro-inline-review's MCP server: the same eight tools,
-parameters and error texts, results as indented JSON text as it sends them, plus `get_context`,
+parameters and error texts, results as JSON text (compact; indented as it sends them with
+`pretty`), plus `get_context`,
 `wait_for_review`, `summary` and the reviews, and two prompts that walk an agent through a review
 or one note. Each tool is one library call. Library errors come
 back as `isError: true` with the library's message exactly (the SDK's `ToolError` would prefix
@@ -418,7 +419,8 @@ def build_server(
 
     def prompt_text(fn: Callable[[store_module.Store], str]) -> str:
         try:
-            return fn(stores.get())
+            # Notes' hidden characters as escapes, as in tool answers (`_visible`).
+            return visible(fn(stores.get()))
         except AnnotateError as e:
             # A prompt has no `isError` result: the library's message as a JSON-RPC error.
             raise MCPError(code=INVALID_PARAMS, message=str(e)) from None

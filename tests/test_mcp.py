@@ -780,3 +780,14 @@ async def test_hidden_characters_reach_the_agent_as_escapes(
         "Fix\\x1b[8m hidden" in answers["get_context"] and "\\u202eevil" in answers["get_context"]
     )
     assert "\\x1b[2J" in answers["get_context"]
+
+
+async def test_prompts_show_hidden_characters_as_escapes(
+    project: Path, store: annotate.Store
+) -> None:
+    a = store.add_annotation(text_note(note=HOSTILE))
+    async with Client(build_server(project)) as client:
+        prompt = await client.get_prompt("address-note", {"id": a.id})
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "Fix\\x1b[8m hidden" in text

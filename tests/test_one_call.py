@@ -124,7 +124,7 @@ CLI_FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
 }
 # Commands that run a host whose every call is pinned above and below: `annotate mcp` runs the MCP
 # server (its tools), `annotate serve` the web app (its routes).
-HOSTS = {"mcp": build_server, "serve": create_app, "proxy": create_app}
+HOSTS = {"mcp": build_server, "chat": build_server, "serve": create_app, "proxy": create_app}
 
 # REST route -> (body, the library functions it calls). The status route's actions are four calls.
 # The anchor route answers from `text_selector_rows` and, once its answer is sent, prepares the
