@@ -331,6 +331,11 @@ def test_the_hosts_run_what_is_pinned() -> None:
     assert "build_server(store=store)" in inspect.getsource(create_app)
     assert "from .web.server import serve as run" in source["serve"]
     assert "from .devserver import run" in source["proxy"]
+    # `annotate chat` hosts the same tools for a view in a browser tab (annotate/chathost.py).
+    from annotate import chathost
+
+    assert "from .chathost import run" in source["chat"]
+    assert "server = build_server(project)" in inspect.getsource(chathost.create_app)
 
 
 # -- REST ---------------------------------------------------------------------------------------
