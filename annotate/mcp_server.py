@@ -58,6 +58,7 @@ from .agents import (
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
+from .mcp_http import PARSE_ERROR, strict_problem
 from .mcp_http import person as _person
 from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
@@ -218,8 +219,8 @@ def build_server(
         "status, intent, suggestion, quote, elementSelector, replacedText, replies, `source` "
         "{path, lineStart, lineEnd, excerpt} (the Markdown file and 1-based lines it points at), "
         "anchorState (`anchored`; `stale`: text rewritten, `orphaned`: file gone: check before "
-        "acting; `removed`: deleted as asked), build. Absent fields are left out; resolved notes "
-        "too unless `status: all`. At most `limit`; a second text block then names the next "
+        "acting; `removed`: deleted as asked), build. Absent fields are left out, and resolved "
+        "notes unless `status` asks for them. At most `limit`; a second text block then names the next "
         f"`offset`. For each note: {order_of_work()}. {intents()}",
         READ,
     )
@@ -637,7 +638,9 @@ class _Stdin:
     JSON allows a lone surrogate escape (`"\\ud800"`); the SDK's parser refuses such a line and
     drops it without a word, so the agent waited until its own timeout (issue #17). Such a
     request is answered here with the library's validation message: a tool call as an `isError`
-    result, any other request as a JSON-RPC "invalid params" error.
+    result, any other request as a JSON-RPC "invalid params" error. A line the REST API's parser
+    refuses (a key twice, `NaN`: issue #32) is answered with a JSON-RPC parse error, as over HTTP
+    (annotate/mcp_http.py), where the SDK would run the last of two keys.
     """
 
     def __init__(self, lines: io.TextIOWrapper) -> None:
@@ -648,9 +651,30 @@ class _Stdin:
         async for line in self.lines:
             answer = _surrogate_answer(line)
             if answer is None:
+                answer = _strict_answer(line)
+            if answer is None:
                 yield line
             elif self.reply is not None and answer is not False:
                 await self.reply(SessionMessage(answer))
+
+
+def _strict_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | None:
+    """A parse error for a line the REST API's parser refuses; False for a notification (no
+    answer); None for a line it takes, or one the SDK's own parser refuses (it answers those)."""
+    if not line.strip():
+        return None
+    problem = strict_problem(line.encode("utf-8", "surrogatepass"))
+    if problem is None:
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(id, (int, str)) or isinstance(id, bool):
+        return False
+    error = mcp_types.ErrorData(code=PARSE_ERROR, message=f"Parse error: {problem}")
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=id, error=error)
 
 
 def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | None:
