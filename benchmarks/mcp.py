@@ -138,7 +138,7 @@ async def timed(
         ms = (time.perf_counter() - t) * 1000
         if result.is_error:
             raise SystemExit(f"list_annotations {args} failed: {result.content[0].text}")
-        notes = result.content[0].text.count('\n    "id": ')
+        notes = len(json.loads(result.content[0].text))
         if i >= WARMUP:
             out.append(ms)
     return out, notes
