@@ -2,7 +2,12 @@
 
 For each agent (Claude Code, Codex, OpenCode) and scope (the project, or the user's home) it writes
 the MCP server's entry into the agent's configuration, merged with what is there, and a skill file
-that teaches the workflow; `.annotate/` goes into the project's `.gitignore`.
+that teaches the workflow; `.annotate/` goes into the project's `.gitignore`. The hosts that show
+the review view in their chat (`HOSTS`: Claude Desktop, VS Code, Cursor; Goose, whose YAML is
+printed to paste) get the server entry alone. Every entry the project's own files or a host's
+carry names the project's absolute path (`--project`): a host starts servers in a folder of its
+own, where no project is found (issue #27); a user-scope entry of a terminal agent, started in
+whatever project the agent is in, names none.
 With `gate=True` it also installs `annotate hook stop` as a Stop hook (Claude Code's
 `settings.json`, Codex's `hooks.json`; OpenCode has no hook that can hold a turn), which keeps the
 agent at a review it took until every note is addressed (annotate/hook.py).
@@ -27,9 +32,13 @@ from . import store as store_module
 from .agents import CLI, MCP, intents, mode_instructions, order_of_work
 from .errors import ValidationError
 
-__all__ = ["AGENTS", "SCOPES", "Action", "install", "skill_text", "uninstall"]
+__all__ = ["AGENTS", "EVERY", "HOSTS", "SCOPES", "Action", "install", "skill_text", "uninstall"]
 
-AGENTS = ("claude", "codex", "opencode")
+AGENTS = ("claude", "codex", "opencode")  # terminal agents: `--agent all`
+# Hosts that render MCP App views (docs/chat.md); Claude Desktop and Goose have a user file only.
+HOSTS = ("claude-desktop", "vscode", "cursor", "goose")
+EVERY = AGENTS + HOSTS
+USER_ONLY = ("claude-desktop", "goose")
 SCOPES = ("project", "user")
 NAME = "mkdocs-annotate"  # the MCP server's key and the skill's name
 CONFIG = "config.json"
@@ -64,15 +73,43 @@ class Target:
     agent: str
     scope: str
     mcp: Path
-    kind: str  # mcp-json (key `mcpServers` / `mcp`) or mcp-toml
-    skill: Path
+    kind: str  # mcp-json (key `mcpServers` / `mcp` / `servers`), mcp-toml, or snippet (printed)
+    skill: Path | None  # None: the host reads no skill files
     hooks: Path | None  # None: the agent has no Stop hook that can hold a turn
+
+
+def _app_config(*parts: str) -> Path:
+    """A desktop application's configuration folder on this system."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home.joinpath("Library", "Application Support", *parts)
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", home / "AppData" / "Roaming")).joinpath(*parts)
+    return home.joinpath(".config", *parts)
 
 
 def targets(project: Path, agent: str, scope: str) -> Target:
     home = Path.home()
+    if agent in USER_ONLY:
+        scope = "user"
     base = project if scope == "project" else home
     skill = Path("skills") / NAME / "SKILL.md"
+    if agent == "claude-desktop":
+        mcp = _app_config("Claude", "claude_desktop_config.json")
+        return Target(agent, scope, mcp, "mcp-json", None, None)
+    if agent == "vscode":
+        mcp = (
+            project / ".vscode" / "mcp.json"
+            if scope == "project"
+            else _app_config("Code", "User", "mcp.json")
+        )
+        return Target(agent, scope, mcp, "mcp-json", None, None)
+    if agent == "cursor":
+        return Target(agent, scope, base / ".cursor" / "mcp.json", "mcp-json", None, None)
+    if agent == "goose":
+        # YAML that `goose configure` and Goose Desktop rewrite: a rewrite of ours would drop the
+        # user's comments, so the entry is printed to paste (docs/agents.md).
+        return Target(agent, scope, _app_config("goose", "config.yaml"), "snippet", None, None)
     if agent == "claude":
         mcp = project / ".mcp.json" if scope == "project" else home / ".claude.json"
         claude = base / ".claude"
@@ -260,16 +297,44 @@ def _remove_dirs(dirs: Iterable[str]) -> None:
             os.rmdir(d)
 
 
-def _mcp_entry(agent: str, command: str) -> tuple[str, dict[str, Any]]:
-    if agent == "claude":
-        return "mcpServers", {"command": command, "args": ["mcp"]}
-    return "mcp", {"type": "local", "command": [command, "mcp"], "enabled": True}
+def server_args(t: Target, project: Path) -> list[str]:
+    """`annotate`'s arguments in `t`: `mcp --project ABS` wherever the server may start outside
+    the project (every host, every project file); plain `mcp` in a terminal agent's home-folder
+    configuration, which serves whichever project the agent is started in."""
+    if t.scope == "user" and t.agent in AGENTS:
+        return ["mcp"]
+    return ["mcp", "--project", str(project)]
 
 
-def _toml_block(command: str) -> str:
+def server_name(t: Target, project: Path) -> str:
+    """The entry's key: one per project in a host's own (user) file, which several projects
+    share; NAME in the project's files and a terminal agent's."""
+    if t.scope == "user" and t.agent in HOSTS:
+        return f"{NAME}-{re.sub(r'[^A-Za-z0-9_-]+', '-', project.name).strip('-') or 'project'}"
+    return NAME
+
+
+def _mcp_entry(agent: str, command: str, args: list[str]) -> tuple[str, dict[str, Any]]:
+    if agent in ("claude", "claude-desktop", "cursor"):
+        return "mcpServers", {"command": command, "args": args}
+    if agent == "vscode":
+        return "servers", {"type": "stdio", "command": command, "args": args}
+    return "mcp", {"type": "local", "command": [command, *args], "enabled": True}
+
+
+def _toml_block(command: str, args: list[str]) -> str:
     return (
         f"{TOML_BEGIN}\n[mcp_servers.{NAME}]\ncommand = {json.dumps(command)}\n"
-        f'args = ["mcp"]\n{TOML_END}\n'
+        f"args = {json.dumps(args, ensure_ascii=False)}\n{TOML_END}\n"
+    )
+
+
+def goose_snippet(command: str, args: list[str], name: str) -> str:
+    """The Goose extension entry to paste under `extensions:` in its config.yaml."""
+    return (
+        f"  {name}:\n    enabled: true\n    type: stdio\n    name: {name}\n"
+        f"    cmd: {json.dumps(command)}\n    args: {json.dumps(args, ensure_ascii=False)}\n"
+        "    timeout: 300\n"
     )
 
 
@@ -347,8 +412,8 @@ def _check(project: Path, chosen: Iterable[str], scope: str | None) -> list[str]
         raise ValidationError(f"Project folder {str(project)!r} does not exist", "project")
     chosen = list(chosen)
     for a in chosen:
-        if a not in AGENTS:
-            raise ValidationError(f"agent must be one of {', '.join(AGENTS)}, got {a!r}", "agent")
+        if a not in EVERY:
+            raise ValidationError(f"agent must be one of {', '.join(EVERY)}, got {a!r}", "agent")
     if scope is not None and scope not in SCOPES:
         raise ValidationError(f"scope must be project or user, got {scope!r}", "scope")
     return chosen
@@ -373,9 +438,10 @@ def install(
     actions = [_gitignore(root, record)]
     for agent in chosen:
         t = targets(root, agent, scope)
-        actions.append(_install_mcp(t, record, command))
-        actions.append(_install_skill(t, record))
-        if gate:
+        actions.append(_install_mcp(t, record, command, root))
+        if t.skill is not None:
+            actions.append(_install_skill(t, record))
+        if gate and agent in AGENTS:
             actions.append(_install_gate(t, record, command))
     record.save()
     return actions
@@ -398,15 +464,23 @@ def _gitignore(root: Path, record: Record) -> Action:
     return Action("wrote", path, f"added {GITIGNORE_LINE}")
 
 
-def _install_mcp(t: Target, record: Record, command: str) -> Action:
+def _install_mcp(t: Target, record: Record, command: str, project: Path) -> Action:
     path = t.mcp
+    args = server_args(t, project)
+    name = server_name(t, project)
+    if t.kind == "snippet":
+        return Action(
+            "print",
+            path,
+            f"add under `extensions:` (or run `goose configure`):\n{goose_snippet(command, args, name)}",
+        )
     ours = record.find(t.kind, path)
     if t.kind == "mcp-toml":
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             text = None
-        block = _toml_block(command)
+        block = _toml_block(command, args)
         current = text or ""
         if _TOML_BLOCK.search(current):
             new = _TOML_BLOCK.sub(lambda m: block, current, count=1)
@@ -428,7 +502,7 @@ def _install_mcp(t: Target, record: Record, command: str) -> Action:
             return Action(
                 "skipped", path, "not a JSON object; add the server by hand (docs/agents.md)"
             )
-        key, server = _mcp_entry(t.agent, command)
+        key, server = _mcp_entry(t.agent, command, args)
         existed = path.exists()
         container_existed = isinstance(data.get(key), dict)
         if not existed and t.agent == "opencode":
@@ -436,18 +510,21 @@ def _install_mcp(t: Target, record: Record, command: str) -> Action:
         servers = data.setdefault(key, {}) if container_existed or key not in data else None
         if servers is None:
             return Action("skipped", path, f"{key!r} is not an object; add the server by hand")
-        servers[NAME] = server
+        servers[name] = server
         new = _dump(data)
         entry = {"created": not existed, "key": key, "containerCreated": not container_existed}
+        if name != NAME:
+            entry["name"] = name
     dirs = _mkdirs(path.parent)
     changed = _write(path, new)
     if ours is None:
         record.add({"agent": t.agent, "scope": t.scope, "kind": t.kind, "path": str(path),
                     **entry, "dirs": dirs})  # fmt: skip
-    return Action("wrote" if changed else "unchanged", path, f"MCP server {NAME!r} for {t.agent}")
+    return Action("wrote" if changed else "unchanged", path, f"MCP server {name!r} for {t.agent}")
 
 
 def _install_skill(t: Target, record: Record) -> Action:
+    assert t.skill is not None  # install() asks only for those that have one
     ours = record.find("skill", t.skill)
     dirs = _mkdirs(t.skill.parent)
     changed = _write(t.skill, skill_text())
@@ -494,7 +571,7 @@ def _install_gate(t: Target, record: Record, command: str) -> Action:
 
 def uninstall(
     project: str | os.PathLike[str] = ".",
-    agents: Iterable[str] = AGENTS,
+    agents: Iterable[str] = EVERY,
     scope: str | None = None,
     *,
     gate: bool = False,
@@ -505,7 +582,9 @@ def uninstall(
     root = Path(project).resolve()
     chosen = _check(root, agents, scope)
     record = Record(root)
-    every = set(chosen) == set(AGENTS) and scope is None and not gate
+    # The .gitignore line goes with the last agent or host setup connected.
+    others = {e["agent"] for e in record.installs} - {"*", *chosen}
+    every = set(chosen) >= set(AGENTS) and not others and scope is None and not gate
     actions: list[Action] = []
     keep: list[dict[str, Any]] = []
     undone: list[dict[str, Any]] = []
@@ -527,7 +606,7 @@ def uninstall(
     for agent in () if gate else chosen:
         for s in SCOPES if scope is None else (scope,):
             path = targets(root, agent, s).skill
-            if str(path) not in recorded and _is_our_skill(path):
+            if path is not None and str(path) not in recorded and _is_our_skill(path):
                 actions.append(_undo({"kind": "skill", "path": str(path)}))
                 folders.add(str(path.parent))
     # The folders setup made, once every file is gone, deepest first.
@@ -582,7 +661,7 @@ def _undo(entry: dict[str, Any]) -> Action:
         key = entry.get("key", "mcpServers")
         servers = data.get(key)
         if isinstance(servers, dict):
-            servers.pop(NAME, None)
+            servers.pop(entry.get("name", NAME), None)
             if not servers and entry.get("containerCreated"):
                 del data[key]
         if entry.get("created") and set(data) <= {"$schema"}:

@@ -42,10 +42,12 @@ from .web.static import (
 )
 from .web.team import Settings
 
-__all__ = ["POLL_S", "RESOURCE_URI", "TOOLS", "build_apps", "view_html"]
+__all__ = ["APP_ONLY", "POLL_S", "RESOURCE_URI", "TOOLS", "build_apps", "view_html"]
 
 RESOURCE_URI = "ui://annotate/review.html"
 TOOLS = ("open_review", "chat_page", "chat_api")
+# Listed only to clients that render MCP Apps (annotate/mcp_server.py): the view calls them.
+APP_ONLY = ("chat_page", "chat_api")
 # The view's change feed waits this long in one `chat_api` call at most: each wait is a tool call
 # through the host, and hosts time out long ones.
 POLL_S = 8.0
@@ -260,13 +262,10 @@ def build_apps(get_store: Callable[[], Store]) -> Apps:
         name="open_review",
         title="Open the page for review",
         description=(
-            "Show a page of the site in the chat for review: the reviewer reads it as rendered, "
-            "selects text and leaves notes (the same notes as in the browser overlay, with their "
-            "Markdown file and lines); Send to agent then posts a message naming the review, Ask "
-            "agent now one note. Give `pageUrl` (e.g. `/guide/install/`) or `path` (the Markdown "
-            "file, e.g. `docs/guide/install.md`); the home page by default. In a client that "
-            "shows no MCP App view the answer gives the page's URL on a running review server "
-            "and how many notes are open there."
+            "Show a page of the site in the chat for review: the reviewer selects text and "
+            "leaves notes (with their Markdown lines), then Send to agent posts a message. "
+            "`pageUrl` (e.g. `/guide/install/`) or `path` (e.g. `docs/guide/install.md`); the "
+            "home page by default. Where no view is shown: the page's URL on a review server."
         ),
         annotations=READ,
     )

@@ -758,14 +758,17 @@ def send(ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None) -> None
     help="With --remote: the file holding the agent token (mode 0600; refused when other users "
     "can read it).",
 )
-def mcp(project: str | None, db: str | None, remote: str | None, token_file: str | None) -> None:
+@click.option("--pretty", is_flag=True, help="Indent JSON answers (compact by default).")
+def mcp(
+    project: str | None, db: str | None, remote: str | None, token_file: str | None, pretty: bool
+) -> None:
     """Run the MCP server over stdio, for coding agents (configured by `annotate setup`)."""
     if remote is None:
         if token_file is not None:
             raise SystemExit(_fail("--token-file is only used with --remote URL"))
         from .mcp_server import run
 
-        run(project, db)
+        run(project, db, pretty=pretty)
         return
     if db is not None or token_file is None:
         why = "--db names a local store" if db is not None else "--remote needs --token-file F"
@@ -781,14 +784,36 @@ def mcp(project: str | None, db: str | None, remote: str | None, token_file: str
     run_remote(remote, token_file, root, problem=problem)
 
 
+@cli.command("chat")
+@project_option
+@click.option("--page", "page_url", metavar="URL", help="The page to show (default: home).")
+@click.option("--path", metavar="FILE", help="Or its Markdown file, e.g. docs/guide.md.")
+@click.option("--port", type=int, default=0, help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--no-browser", is_flag=True, help="Print the URL only; open no browser.")
+def chat(
+    project: str | None, page_url: str | None, path: str | None, port: int, no_browser: bool
+) -> None:
+    """Show the review view in a browser tab, as a chat host would, with the host's messages."""
+    from .chathost import run
+
+    try:
+        run(find_project(project), page_url=page_url, path=path, port=port,
+            open_browser=not no_browser)  # fmt: skip
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+
+
 @cli.command("setup")
 @click.option(
     "--agent",
     "agent",
-    type=click.Choice(["claude", "codex", "opencode", "all"]),
+    type=click.Choice(
+        ["claude", "codex", "opencode", "all", "claude-desktop", "vscode", "cursor", "goose"]
+    ),
     default="all",
     show_default=True,
-    help="Which agent to connect.",
+    help="Which agent to connect: `all` is the terminal agents; the hosts that show the review "
+    "view (claude-desktop, vscode, cursor, goose) one at a time.",
 )
 @click.option(
     "--scope",
@@ -822,7 +847,8 @@ def setup(
     """Connect coding agents: MCP configuration, skill files, .gitignore (idempotent)."""
     from . import agent_setup
 
-    chosen = agent_setup.AGENTS if agent == "all" else (agent,)
+    every = agent_setup.EVERY if uninstall else agent_setup.AGENTS
+    chosen = every if agent == "all" else (agent,)
     try:
         project = str(find_project(project))
         if uninstall:

@@ -14,13 +14,16 @@ lookup (`Store.person_for_token`).
 `Host` and `Origin` are checked by the app's `Guard` (annotate/web/security.py) for this path as for
 every other, with the `--host` the server was started with; the SDK's own DNS-rebinding check
 (loopback names only) is turned off here rather than left to refuse the public host a team server
-is reached by. Bodies are limited to the API's 1 MB (413 as JSON).
+is reached by. Bodies are limited to the API's 1 MB (413 as JSON), and parsed as strictly as the
+API parses its own (issue #32): a key twice in one object, `NaN`, over-long numbers or non-UTF-8
+are refused with a JSON-RPC parse error, where the SDK's parser would take the last key's value.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,12 +35,14 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from .identity import Person
-from .web.responses import TOO_LARGE, UNAUTHORIZED, error_response
+from .web.app import _no_duplicates, _number, _refuse_constant, _whole
+from .web.responses import TOO_LARGE, UNAUTHORIZED, JsonResponse, error_response
 from .web.security import BODY_LIMIT, _read_body, _replay
 
 __all__ = ["MCP_PATH", "ROLES", "Caller", "McpHttp", "Verify", "bearer", "person", "project_token"]
 
 MCP_PATH = "/__annotate/mcp"
+PARSE_ERROR = -32700  # JSON-RPC 2.0
 # The roles whose tokens may use the tools: a reviewer works in the browser.
 ROLES = ("agent", "maintainer")
 FORBIDDEN = "forbidden"
@@ -170,6 +175,12 @@ class McpHttp:
                 )
                 await response(scope, receive, send)
                 return
+            problem = strict_problem(body)
+            if problem is not None:
+                error = {"code": PARSE_ERROR, "message": f"Parse error: {problem}"}
+                response = JsonResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
+                await response(scope, receive, send)
+                return
             receive = _replay(body, receive)
         # As the web app does for its routes: the caller on `request.state.person`.
         scope.setdefault("state", {})["person"] = caller
@@ -181,3 +192,23 @@ class McpHttp:
         except UnicodeEncodeError:
             return None
         return self.verify(token)
+
+
+def strict_problem(body: bytes) -> str | None:
+    """Why the REST API's parser (annotate/web/app.py) refuses `body`, or None: one reading of a
+    message for us and for any proxy or log in between, never the last of two keys."""
+    try:
+        json.loads(
+            body.decode("utf-8"),
+            parse_constant=_refuse_constant,
+            parse_int=_whole,
+            parse_float=_number,
+            object_pairs_hook=_no_duplicates,
+        )
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    except RecursionError:
+        return "the body is nested too deeply"
+    except ValueError as e:
+        return str(e)
+    return None

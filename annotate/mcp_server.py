@@ -1,7 +1,8 @@
 """`annotate mcp`: the MCP server over stdio (docs/mcp.md), with the official `mcp` SDK.
 
 A drop-in for astro-inline-review's MCP server: the same eight tools,
-parameters and error texts, results as indented JSON text as it sends them, plus `get_context`,
+parameters and error texts, results as JSON text (compact; indented as it sends them with
+`pretty`), plus `get_context`,
 `wait_for_review`, `summary` and the reviews, and two prompts that walk an agent through a review
 or one note. Each tool is one library call. Library errors come
 back as `isError: true` with the library's message exactly (the SDK's `ToolError` would prefix
@@ -23,7 +24,9 @@ from typing import Annotated, Any, Literal
 import anyio
 import anyio.to_thread
 import mcp_types
+import pydantic
 import pydantic_core
+from mcp.server.apps import client_supports_apps
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
@@ -33,6 +36,7 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    ListToolsResult,
     TextContent,
     ToolAnnotations,
 )
@@ -54,9 +58,11 @@ from .agents import (
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
+from .mcp_http import PARSE_ERROR, strict_problem
 from .mcp_http import person as _person
 from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
+from .visible import HIDDEN, visible, visible_json
 
 __all__ = ["PROMPTS", "TOOLS", "build_server", "run"]
 
@@ -104,23 +110,12 @@ the changes) or `review` (answer, change nothing yet). The prompts `address-revi
 `address-note` walk through a review or one note. Replies are always allowed; a resolved note is
 the reviewer's and refuses every other change."""
 
-Id = Annotated[str, Field(description="The annotation ID (or page note ID), e.g. `a_3f9c01ab22`")]
-PageUrl = Annotated[
-    str | None, Field(description='Filter by page URL path (e.g. "/about/"); all pages if omitted')
-]
-Branch = Annotated[
-    str | None,
-    Field(
-        max_length=200,
-        description="Only notes made on a build of this branch (their `build.branch`)",
-    ),
-]
+Id = Annotated[str, Field(description="e.g. a_3f9c01ab22")]
+PageUrl = Annotated[str | None, Field(description='e.g. "/about/"')]
+Branch = Annotated[str | None, Field(max_length=200, description="Made on this branch")]
 Status = Annotated[
     Literal["open", "in_progress", "addressed", "resolved", "all"] | None,
-    Field(
-        description="Filter by status; `all` includes resolved ones. Default: every status but "
-        "`resolved`"
-    ),
+    Field(description="Default: all but resolved"),
 ]
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -154,10 +149,11 @@ def _result(text: str, *, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
-def _json(data: Any) -> str:
-    # json.dumps(data, indent=2, ensure_ascii=False), byte for byte; pydantic-core's encoder is
-    # faster than the stdlib's, which falls back to pure Python when indenting (benchmarks/mcp.py).
-    return pydantic_core.to_json(data, indent=2).decode()
+def _json(data: Any, *, pretty: bool = False) -> str:
+    """Compact JSON (issue #27: an agent pays for every space it reads), indented when asked
+    (`annotate mcp --pretty`). pydantic-core's encoder writes what json.dumps(ensure_ascii=False)
+    does, faster (benchmarks/mcp.py)."""
+    return pydantic_core.to_json(data, indent=2 if pretty else None).decode()
 
 
 def _item(item: Annotation | PageNote, store: store_module.Store) -> dict[str, Any]:
@@ -190,10 +186,13 @@ def build_server(
     db: str | Path | None = None,
     *,
     store: store_module.Store | None = None,
+    pretty: bool = False,
 ) -> MCPServer:
     """The MCP server for the store of `project` (found upwards from the current folder when
-    None), or of the database file `db`, or the open `store` (the web app's, annotate/mcp_http.py)."""
+    None), or of the database file `db`, or the open `store` (the web app's, annotate/mcp_http.py).
+    Answers are compact JSON, indented with `pretty`."""
     stores = _Stores(project, db, store)
+    dump = functools.partial(_json, pretty=pretty)
     server = MCPServer(
         name="mkdocs-annotate",
         title="mkdocs-annotate review notes",
@@ -210,45 +209,33 @@ def build_server(
             out = fn(stores.get())
         except AnnotateError as e:
             return _result(str(e), error=True)
-        return out if raw else _result(out if text else _json(out))
+        return out if raw else _result(out if text else dump(out))
 
     def tool(description: str, annotations: ToolAnnotations = WRITE) -> Callable[[Any], Any]:
         return server.tool(description=description, annotations=annotations)
 
     @tool(
-        "List review annotations, optionally filtered by page URL and status. Returns a JSON array "
-        "of annotation objects: id, type (`text` or `element`), pageUrl, pageTitle, note, status "
-        "(`open`, `in_progress`, `addressed`, `resolved`), intent (what the note asks: "
-        "`comment`, `delete`, `replace` or `insert`) and suggestion, selectedText "
-        "and quote (text annotations), elementSelector (element annotations), replacedText, "
-        "replies, timestamps, and `source` {path, lineStart, lineEnd, excerpt}: the Markdown "
-        "file (relative to the project) and 1-based lines the note points at, absent when it "
-        "cannot be located, with `anchorState` (`anchored`, `stale`: the text was rewritten, "
-        "`orphaned`: the file is gone, `removed`: deleted as asked). `build` {branch, commit, "
-        "anchoredOn?}: the build it was made on, and the newer one it was re-anchored on. "
-        "Absent fields are left out. Resolved annotations are left out unless asked for. At "
-        "most `limit` (50) are returned; when more match, a second text block says how to get "
-        "the next ones (`offset`). "
-        f"Order of work for each: {order_of_work()}. {intents()}",
+        "List annotations (text and element notes) as a JSON array: id, type, pageUrl, note, "
+        "status, intent, suggestion, quote, elementSelector, replacedText, replies, `source` "
+        "{path, lineStart, lineEnd, excerpt} (the Markdown file and 1-based lines it points at), "
+        "anchorState (`anchored`; `stale`: text rewritten, `orphaned`: file gone: check before "
+        "acting; `removed`: deleted as asked), build. Absent fields are left out, and resolved "
+        "notes unless `status` asks for them. At most `limit`; a second text block then names the next "
+        f"`offset`. For each note: {order_of_work()}. {intents()}",
         READ,
     )
     def list_annotations(
         pageUrl: PageUrl = None,
         status: Status = None,
-        limit: Annotated[
-            int,
-            Field(ge=1, le=MAX_LIST, description="At most this many annotations (default 50)"),
-        ] = DEFAULT_LIST,
-        offset: Annotated[
-            int, Field(ge=0, description="Skip this many first (for the next page)")
-        ] = 0,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = DEFAULT_LIST,
+        offset: Annotated[int, Field(ge=0)] = 0,
         branch: Branch = None,
     ) -> CallToolResult:
         def page(s: store_module.Store) -> CallToolResult:
             found = s.list_annotations(
                 pageUrl, status, limit=limit + 1, offset=offset, branch=branch
             )
-            result = _result(_json(_items(found[:limit], s)))
+            result = _result(dump(_items(found[:limit], s)))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
                 result.content.append(TextContent(type="text", text=MORE.format(
@@ -259,10 +246,8 @@ def build_server(
         return call(page, raw=True)
 
     @tool(
-        "List page notes: general comments about a whole page, not tied to text or an element. "
-        "Returns a JSON array of {id, pageUrl, pageTitle, note, status, replies, createdAt, "
-        "updatedAt, …}. Page notes take the same lifecycle tools as annotations "
-        "(set_in_progress, address_annotation, add_agent_reply) with their id.",
+        "List page notes (about a whole page): a JSON array of {id, pageUrl, note, status, "
+        "replies, source {path}, …}. They take the same lifecycle tools as annotations.",
         READ,
     )
     def list_page_notes(
@@ -270,68 +255,38 @@ def build_server(
     ) -> CallToolResult:
         def notes(s: store_module.Store) -> CallToolResult:
             found = s.list_page_notes(pageUrl, status, branch=branch)
-            result = _result(_json(_items(found, s)))
+            result = _result(dump(_items(found, s)))
             _hint(s, result, pageUrl, found)
             return result
 
         return call(notes, raw=True)
 
-    @tool(
-        "Get a single annotation (or page note) by ID with full detail: note, quote or element, "
-        'source lines, anchorState, replies. Error: `Annotation with ID "..." not found`.',
-        READ,
-    )
+    @tool("One annotation or page note by ID, as list_annotations gives them.", READ)
     def get_annotation(id: Id) -> CallToolResult:
         return call(lambda s: _item(s.get_annotation(id), s))
 
     @tool(
-        "Get a Markdown export of all annotations and page notes, grouped by page URL, with "
-        "`🔧 [Addressed]` and `⏳ [In Progress]` marks, agent replies inline and the Markdown "
-        "`path:lines` of each note. A quick overview of everything before working.",
+        "All notes as Markdown, grouped by page, with status marks, replies and each note's "
+        "`path:lines`: an overview.",
         READ,
     )
     def get_export() -> CallToolResult:
         return call(lambda s: export.render(s, "markdown"), text=True)
 
     @tool(
-        "Mark an annotation (or page note) as addressed by the agent: status `addressed` (you "
-        "acted on it, or answered it; the reviewer will Accept or Reopen it). The last call for a "
-        "note, after set_in_progress and your edit, and it can record everything at once: "
-        "`replacedText`, the text that now stands where the quote was (text annotations only; as "
-        "the rendered page shows it, not Markdown: it is compared with the page's text, so the "
-        "note is found again); `message`, your reply (stored with the status, so the reviewer "
-        "sees both together; what add_agent_reply would add); `deleted: true` when the note asked "
-        "for a deletion (intent `delete`) and you deleted the quoted text (the note then shows "
-        "as deleted as asked and is not located again). A question gets its answer in `message` "
-        "and no edit. update_annotation_target then add_agent_reply, around this call, still do "
-        'the same in separate calls. Errors: `Annotation with ID "..." not found`, '
-        "`replacedText must not be empty`, `not a text annotation`, and a resolved note refuses "
-        "(reopen first).",
+        "Mark a note addressed (acted on or answered; the reviewer then accepts or reopens it). "
+        "The last call for a note, recording at once: `replacedText`, the text now in the "
+        "quote's place (text annotations; as the rendered page shows it, not Markdown, so the "
+        "note is found again); `message`, your reply; `deleted: true` when the note asked for a "
+        "deletion and you deleted the quoted text. A question gets its answer in `message` and "
+        "no edit. A resolved note refuses (reopen first).",
     )
     def address_annotation(
         ctx: Context,
-        id: Annotated[str, Field(description="The annotation ID to mark as addressed")],
-        replacedText: Annotated[
-            str | None,
-            Field(
-                description="The new text that replaced the original annotated text (text "
-                "annotations only)"
-            ),
-        ] = None,
-        message: Annotated[
-            str | None,
-            Field(
-                description="A reply (role agent) saying what you did, stored with the status in "
-                "one step: no add_agent_reply needed"
-            ),
-        ] = None,
-        deleted: Annotated[
-            bool,
-            Field(
-                description="You deleted the annotated text as asked (intent delete): the note "
-                "becomes `removed` and is not looked for again"
-            ),
-        ] = False,
+        id: Id,
+        replacedText: Annotated[str | None, Field(description="The text now in its place")] = None,
+        message: Annotated[str | None, Field(description="Your reply")] = None,
+        deleted: Annotated[bool, Field(description="You deleted the quoted text")] = False,
     ) -> CallToolResult:
         return call(
             lambda s: _item(
@@ -343,92 +298,61 @@ def build_server(
         )
 
     @tool(
-        "Signal that you are about to start working on an annotation: status `in_progress`, so "
-        "the reviewer's page shows a working indicator while you edit and the site reloads. Call "
-        "this first, before editing the Markdown; then update_annotation_target, "
-        "address_annotation, add_agent_reply. Allowed from open, in_progress (no change) or "
-        'addressed (rework). Errors: `Annotation with ID "..." not found`; a resolved note '
-        "refuses (reopen first).",
+        "Status `in_progress`: the reviewer's page shows you working. Call it before editing. "
+        "A resolved note refuses (reopen first).",
     )
-    def set_in_progress(
-        ctx: Context,
-        id: Annotated[str, Field(description="The annotation ID to mark as in-progress")],
-    ) -> CallToolResult:
+    def set_in_progress(ctx: Context, id: Id) -> CallToolResult:
         return call(lambda s: _item(s.set_in_progress(id, by=_person(ctx)), s))
 
     @tool(
-        "Add a reply (role `agent`) to an annotation's thread, explaining what you did, answering "
-        "a question, or asking one. Always allowed, whatever the status. Keep it short and about "
-        "this note; cross-cutting questions belong in the main conversation. When you also "
-        "address the note, address_annotation's `message` does both in one call. Errors: "
-        '`Annotation with ID "..." not found`, `Reply message must not be empty`.',
+        "Add a reply (role agent) to a note's thread, whatever its status: what you did, an "
+        "answer or a question about this note (address_annotation's `message` when you also "
+        "address it).",
     )
     def add_agent_reply(
-        ctx: Context,
-        id: Annotated[str, Field(description="The annotation ID to reply to")],
-        message: Annotated[str, Field(description="The reply: what was done, or your answer")],
+        ctx: Context, id: Id, message: Annotated[str, Field(description="The reply")]
     ) -> CallToolResult:
         return call(lambda s: _item(s.add_agent_reply(id, message, by=_person(ctx)), s))
 
     @tool(
-        "Record the text that now stands where the annotated text was, after you edited the "
-        "Markdown, so the note is re-located on the page and in the source: the text as the "
-        "rendered page shows it, not Markdown (no backticks or `**`). Text annotations only. "
-        "Call it after the edit and before address_annotation (or give `replacedText` to "
-        "address_annotation instead: one call). Returns the annotation "
-        'with `replacedText` and its new `source`. Errors: `Annotation with ID "..." not '
-        "found`, `replacedText must not be empty`, `not a text annotation`; a resolved note "
-        "refuses (reopen first).",
+        "Record the text now where the quote was (as the page shows it, not Markdown), so the "
+        "note is located again; text annotations only (address_annotation's `replacedText` does "
+        "it in the same call).",
     )
     def update_annotation_target(
-        ctx: Context,
-        id: Annotated[str, Field(description="The annotation ID to update")],
-        replacedText: Annotated[
-            str,
-            Field(
-                description="The new text that replaced the original selected text, as the "
-                "page shows it (rendered text, not Markdown)"
-            ),
-        ],
+        ctx: Context, id: Id, replacedText: Annotated[str, Field(description="The new text")]
     ) -> CallToolResult:
         return call(
             lambda s: _item(s.update_annotation_target(id, replacedText, by=_person(ctx)), s)
         )
 
     @tool(
-        "The note with the current Markdown around it, as plain text: what its intent asks, its "
-        "note, suggestion, quote and replies, then the lines numbered (`>` marks the lines it "
-        "points at). Read it before editing. A `warning:` line explains a stale, orphaned or "
-        "removed anchor, or why there are no lines (element annotations and page notes show the "
-        'top of the page\'s file). Error: `Annotation with ID "..." not found`.',
+        "A note with its Markdown around it, as text: what it asks, its note, quote and "
+        "replies, then numbered lines (`>` marks its lines; a `warning:` line explains a stale, "
+        "orphaned or removed anchor). Read it before editing.",
         READ,
     )
     def get_context(
         id: Id,
         lines: Annotated[
-            int,
-            Field(ge=0, le=MAX_LINES, description="Lines of Markdown to show before and after"),
+            int, Field(ge=0, le=MAX_LINES, description="Lines shown before and after")
         ] = DEFAULT_LINES,
     ) -> CallToolResult:
         return call(lambda s: context_module.get_context(s, id, lines).text(), text=True)
 
     @tool(
-        'Wait for the reviewer to press "Send to agent" in the browser, and take that review. '
-        "Returns at once with a review no agent has picked up yet, else blocks until one is sent "
-        "(from any process) or `timeout_s` passes. Returns {review: {id, mode, message, notes: "
-        "[{id, kind, intent, note, suggestion, at (path:lines), quote, …}], total, next?}, "
-        "instructions}; get_context gives a note's details, get_review(id, offset=next) the "
-        "rest of a long review. Mode `edit`: "
-        "apply the changes, for each note " + order_of_work() + ". Mode `review`: answer each "
-        "note (address_annotation with `message`), editing no file. " + intents() + " After the "
-        'timeout: {review: null, instructions: "No review yet…"}; call it again to keep waiting.',
+        'Wait for the reviewer to press "Send to agent" and take that review: at once if one is '
+        "waiting, else when one is sent or `timeout_s` passes. Returns {review: {id, mode, "
+        "message, notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
+        "total, next?}, instructions}. Mode `edit`: apply the changes. Mode `review`: answer "
+        "each note (address_annotation with `message`), edit no file. A long review continues "
+        "with get_review(id, offset=next). After the timeout: {review: null}; call again to "
+        "keep waiting.",
         WRITE,
     )
     async def wait_for_review(
         ctx: Context,
-        timeout_s: Annotated[
-            float, Field(ge=0, le=MAX_WAIT_S, description="Seconds to wait at most")
-        ] = DEFAULT_WAIT_S,
+        timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = DEFAULT_WAIT_S,
     ) -> CallToolResult:
         stop = threading.Event()
         claim = functools.partial(
@@ -454,10 +378,8 @@ def build_server(
         return result[0]
 
     @tool(
-        "Counts of notes by status and anchor state, pages with notes, and reviews sent but not "
-        "picked up yet: is there work? {annotations, pageNotes, anchorStates, pages, "
-        "pendingReviews, openItems}. `openItems` counts open and in-progress notes. `branch`: "
-        "only notes made on a build of that branch, and the reviews holding one.",
+        "Is there work? Counts by status and anchor state, pages with notes, reviews not picked "
+        "up yet, and `openItems` (open and in progress).",
         READ,
     )
     def summary(branch: Branch = None) -> CallToolResult:
@@ -468,41 +390,25 @@ def build_server(
         return call(counts)
 
     @tool(
-        'Reviews ("Send to agent" batches), oldest first: {id, mode, message, status '
-        "(`pending`, `picked_up` or `done`), notes (how many), waiting (still open or in "
-        "progress), …}. `pendingOnly` keeps those no agent has picked up; wait_for_review takes "
-        "them.",
+        'Reviews ("Send to agent" batches), oldest first: {id, mode, message, status, notes, '
+        "waiting, …}.",
         READ,
     )
     def list_reviews(
-        pendingOnly: Annotated[
-            bool, Field(description="Only reviews no agent has picked up yet")
-        ] = False,
+        pendingOnly: Annotated[bool, Field(description="Only those not picked up yet")] = False,
     ) -> CallToolResult:
         return call(lambda s: [r.outline() for r in s.list_reviews(pending_only=pendingOnly)])
 
-    @tool(
-        "One review by ID with its mode, message and notes, compact as wait_for_review gives "
-        "them; `offset` skips notes (the `next` of a long review). "
-        'Error: `Review with ID "..." not found`.',
-        READ,
-    )
+    @tool("One review by ID, as wait_for_review gives it; `offset` skips notes.", READ)
     def get_review(
-        id: Annotated[str, Field(description="The review ID, e.g. `rv_3f9c01ab22`")],
-        offset: Annotated[
-            int, Field(ge=0, description="Skip this many notes (the `next` of the last answer)")
-        ] = 0,
+        id: Annotated[str, Field(description="e.g. rv_3f9c01ab22")],
+        offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         return call(lambda s: s.get_review(id).brief(offset))
 
     @tool(
-        'Point the reviewer at a note ("look here", e.g. after an edit): every open view of its '
-        "page (browser pages with the overlay, the review view in this chat) scrolls to the "
-        "note's passage and flashes it; a page note opens in the view's panel. Waits about 1.5 s "
-        "for the views to answer. Returns {id, pageUrl, views}: how many views showed it (0: no "
-        "view of that page is open), with `noPassage` when the views show the note in their panel "
-        "instead (resolved, deleted as asked, or its quote rewritten). Changes no data. "
-        'Error: `Annotation with ID "..." not found`.',
+        "Point the reviewer at a note: every open view of its page scrolls to it and flashes it "
+        "(waits ~1.5 s). Returns {id, pageUrl, views} (0: no view open). Changes no data.",
     )
     async def show_annotation(id: Id) -> CallToolResult:
         # In a thread: a view in this chat acknowledges through this same server meanwhile.
@@ -514,7 +420,8 @@ def build_server(
 
     def prompt_text(fn: Callable[[store_module.Store], str]) -> str:
         try:
-            return fn(stores.get())
+            # Notes' hidden characters as escapes, as in tool answers (`_visible`).
+            return visible(fn(stores.get()))
         except AnnotateError as e:
             # A prompt has no `isError` result: the library's message as a JSON-RPC error.
             raise MCPError(code=INVALID_PARAMS, message=str(e)) from None
@@ -558,21 +465,45 @@ def build_server(
     ) -> str:
         return prompt_text(lambda s: note_walkthrough(s.get_annotation(id)))
 
-    _answer_selections(server, stores)
+    _wrap_handlers(server, stores)
     return server
 
 
-def _answer_selections(server: MCPServer, stores: _Stores) -> None:
-    """Tool calls that ask for `SELECTIONS` in their `_meta` get them in the result's `_meta`."""
+def _wrap_handlers(server: MCPServer, stores: _Stores) -> None:
+    """The SDK's `tools/list` and `tools/call`, with what this server adds around them.
+
+    `tools/list`: app-only tools (`_meta.ui.visibility: ["app"]`, the chat view's) only for a
+    client that announced MCP Apps; input schemas without pydantic's titles and `null` branches
+    (issue #27: a terminal agent pays for the list in every session). `tools/call`: arguments
+    checked strictly (`"yes"` is no boolean, `true` no integer: issue #32), hidden characters of
+    the answer's text shown as escapes, as the CLI shows them (annotate/visible.py), and
+    `SELECTIONS` in `_meta` when asked for.
+    """
+    for info in server._tool_manager.list_tools():
+        info.parameters = _lean_schema(info.parameters)
     lowlevel = server._lowlevel_server
+    listing = lowlevel.get_request_handler("tools/list")
     entry = lowlevel.get_request_handler("tools/call")
-    if entry is None:  # pragma: no cover - MCPServer registers it on construction
+    if listing is None or entry is None:  # pragma: no cover - MCPServer registers both
         return
-    handler = entry.handler
+    list_handler, handler = listing.handler, entry.handler
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> Any:
+        result = await list_handler(ctx, params)
+        if client_supports_apps(ctx) or not isinstance(result, ListToolsResult):
+            return result
+        tools = [t for t in result.tools if not _app_only(t)]
+        return result.model_copy(update={"tools": tools})
 
     async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> Any:
+        refused = _strict_arguments(server, params)
+        if refused is not None:
+            return refused
         result = await handler(ctx, params)
-        if not (params.meta or {}).get(SELECTIONS) or not isinstance(result, CallToolResult):
+        if not isinstance(result, CallToolResult):
+            return result
+        result = _visible(result)
+        if not (params.meta or {}).get(SELECTIONS):
             return result
         first = result.content[0] if result.content else None
         if result.is_error or not isinstance(first, TextContent):
@@ -584,7 +515,80 @@ def _answer_selections(server: MCPServer, stores: _Stores) -> None:
             return result  # the answer stands; the bridge locates without them
         return result.model_copy(update={"meta": {**(result.meta or {}), SELECTIONS: found}})
 
+    lowlevel.add_request_handler("tools/list", listing.params_type, list_tools)
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+
+
+def _app_only(tool: mcp_types.Tool) -> bool:
+    ui = (tool.meta or {}).get("ui")
+    return isinstance(ui, dict) and ui.get("visibility") == ["app"]
+
+
+def _lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema as pydantic writes it, less what tells a model nothing: `title`s
+    (the property's name again) and an optional parameter's `null` branch and `default: null`
+    (leaving it out says the same)."""
+    lean = {k: v for k, v in schema.items() if k != "title"}
+    props = lean.get("properties")
+    if isinstance(props, dict):
+        lean["properties"] = {name: _lean_property(p) for name, p in props.items()}
+    return lean
+
+
+def _lean_property(prop: dict[str, Any]) -> dict[str, Any]:
+    lean = {k: v for k, v in prop.items() if k != "title"}
+    branches = lean.get("anyOf")
+    if isinstance(branches, list) and lean.get("default", ...) is None:
+        kept = [b for b in branches if b != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            del lean["anyOf"], lean["default"]
+            lean = {**kept[0], **lean}
+    return lean
+
+
+def _strict_arguments(server: MCPServer, params: CallToolRequestParams) -> CallToolResult | None:
+    """The refusal of arguments the SDK would coerce (pydantic's lax mode: `"yes"` → true,
+    `true` → 1, `"5"` → 5), else None. Checked as sent, before the SDK parses strings as JSON."""
+    tool = server._tool_manager.get_tool(params.name)
+    if tool is None:
+        return None
+    try:
+        tool.fn_metadata.arg_model.model_validate(params.arguments or {}, strict=True)
+    except pydantic.ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+            for err in e.errors(include_url=False)
+        )
+        return _result(f"Invalid arguments for {params.name}: {problems}", error=True)
+    return None
+
+
+def _visible(result: CallToolResult) -> CallToolResult:
+    """`result` with the hidden characters of its text blocks spelled out (annotate/visible.py):
+    ESC, C1 controls and bidi overrides from a note reach the agent's terminal and its model as
+    escapes. JSON answers keep their meaning (`\\u001b` inside strings)."""
+    blocks = result.content
+    if not any(isinstance(b, TextContent) and HIDDEN.search(b.text) for b in blocks):
+        return result
+    shown: list[Any] = []
+    for block in blocks:
+        if isinstance(block, TextContent) and HIDDEN.search(block.text):
+            text = block.text
+            block = block.model_copy(
+                update={"text": visible_json(text) if _is_json(text) else visible(text)}
+            )
+        shown.append(block)
+    return result.model_copy(update={"content": shown})
+
+
+def _is_json(text: str) -> bool:
+    if text[:1] not in "[{":
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _text_ids(answer: str) -> list[str]:
@@ -611,9 +615,11 @@ def _hint(
             result.content.append(TextContent(type="text", text=hint))
 
 
-def run(project: str | Path | None = None, db: str | Path | None = None) -> None:
+def run(
+    project: str | Path | None = None, db: str | Path | None = None, *, pretty: bool = False
+) -> None:
     """Serve the MCP tools over stdio until the client closes the connection."""
-    anyio.run(_serve_stdio, build_server(project, db))
+    anyio.run(_serve_stdio, build_server(project, db, pretty=pretty))
 
 
 async def _serve_stdio(server: MCPServer) -> None:
@@ -632,7 +638,9 @@ class _Stdin:
     JSON allows a lone surrogate escape (`"\\ud800"`); the SDK's parser refuses such a line and
     drops it without a word, so the agent waited until its own timeout (issue #17). Such a
     request is answered here with the library's validation message: a tool call as an `isError`
-    result, any other request as a JSON-RPC "invalid params" error.
+    result, any other request as a JSON-RPC "invalid params" error. A line the REST API's parser
+    refuses (a key twice, `NaN`: issue #32) is answered with a JSON-RPC parse error, as over HTTP
+    (annotate/mcp_http.py), where the SDK would run the last of two keys.
     """
 
     def __init__(self, lines: io.TextIOWrapper) -> None:
@@ -643,9 +651,30 @@ class _Stdin:
         async for line in self.lines:
             answer = _surrogate_answer(line)
             if answer is None:
+                answer = _strict_answer(line)
+            if answer is None:
                 yield line
             elif self.reply is not None and answer is not False:
                 await self.reply(SessionMessage(answer))
+
+
+def _strict_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | None:
+    """A parse error for a line the REST API's parser refuses; False for a notification (no
+    answer); None for a line it takes, or one the SDK's own parser refuses (it answers those)."""
+    if not line.strip():
+        return None
+    problem = strict_problem(line.encode("utf-8", "surrogatepass"))
+    if problem is None:
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(id, (int, str)) or isinstance(id, bool):
+        return False
+    error = mcp_types.ErrorData(code=PARSE_ERROR, message=f"Parse error: {problem}")
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=id, error=error)
 
 
 def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | None:

@@ -263,6 +263,11 @@ async def work(
             for t in tools.values()
         )
         listing += len(client.instructions or "")
+        # The tools/list result as a terminal agent's client receives it (issue #27's measure).
+        dumped = [
+            t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools.values()
+        ]
+        WIRE.append(len(json.dumps({"tools": dumped}, ensure_ascii=False)))
         params = set(tools["address_annotation"].input_schema.get("properties", {}))
         lean = {"message": "message" in params, "deleted": "deleted" in params}
         r = Round(client)
@@ -292,6 +297,13 @@ async def work(
                 await r.call("address_annotation", id=note["id"])
                 await r.call("add_agent_reply", id=note["id"], message=reply)
     return r, listing, lean
+
+
+WIRE: list[int] = []
+# The same round as release 0.1 answered it, before the agent-loop work (issue #14): docs/mcp.md,
+# "Tokens per review round" (81,023 when first measured, 81,493 after the merges).
+BEFORE_ROUND = 81_493
+TOOL_LIST_LIMIT = 10_000
 
 
 def tokens(chars: float) -> int:
@@ -370,6 +382,16 @@ def main() -> None:
         print("-" * len(head))
         print(f"{'round':<26} {total_calls:>5} {total_chars:>8} {tokens(total_chars):>8}")
         print(f"{'tool list + instructions':<26} {'once':>5} {listing:>8} {tokens(listing):>8}")
+        wire = WIRE[0]
+        print(
+            f"\ntools/list as sent to a terminal agent: {wire:,} characters "
+            f"(target ≤ {TOOL_LIST_LIMIT:,}: {'met' if wire <= TOOL_LIST_LIMIT else 'NOT met'})"
+        )
+        print(
+            f"the round: {total_chars:,} characters, {total_chars / BEFORE_ROUND:.2f} of the "
+            f"{BEFORE_ROUND:,} before the agent-loop work; with the tool list and instructions "
+            f"{total_chars + listing:,}"
+        )
         rows = hook_timing(args.hook_runs) if args.hook_runs > 0 else None
         if rows is None:
             print("\n`annotate hook` is not in this installation: no gate to time.")

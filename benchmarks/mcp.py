@@ -11,7 +11,7 @@ work included; the tool's text is not parsed again):
 - `list_annotations({})`: what an agent asks first. It answers the first 50 notes (the default
   `limit`), with a second text block saying that more match;
 - `list_annotations({pageUrl})`: the 20 notes of one page;
-- `list_annotations({limit: 10000})`: every note in one answer (about 14 MB of indented JSON),
+- `list_annotations({limit: 10000})`: every note in one answer (compact JSON; 14 MB indented),
   with the SDK's client and again with a plain client that reads the pipe line by line.
 
 Then `show_annotation` (issue #19): its answer in bytes and the time to it, with no view of the page
@@ -138,7 +138,7 @@ async def timed(
         ms = (time.perf_counter() - t) * 1000
         if result.is_error:
             raise SystemExit(f"list_annotations {args} failed: {result.content[0].text}")
-        notes = result.content[0].text.count('\n    "id": ')
+        notes = len(json.loads(result.content[0].text))
         if i >= WARMUP:
             out.append(ms)
     return out, notes
@@ -290,7 +290,7 @@ def main() -> None:
     for case, size, took, _ in shows:
         print(f"| {case} | {size} | {took:.2f} |")
     print()
-    print("Answers (compact here; the tool indents them):")
+    print("Answers (compact, as the tool sends them):")
     for case, _, _, text in shows:
         print(f"- {case}: `{json.dumps(json.loads(text), ensure_ascii=False)}`")
 

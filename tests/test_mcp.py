@@ -117,14 +117,15 @@ def tools(project: Path) -> Any:
 async def test_tool_list(project: Path) -> None:
     async with Client(build_server(project)) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(listed) == set(TOOLS)
+        # A client that does not render MCP Apps: the view's app-only tools are not listed.
+        assert set(listed) == set(TOOLS) - {"chat_page", "chat_api"}
         assert set(REFERENCE) <= set(listed)
         steps = ("set_in_progress", "edit the Markdown", "update_annotation_target")
         steps += ("address_annotation", "add_agent_reply")
-        for name in ("list_annotations", "wait_for_review"):
-            text = listed[name].description
+        # The order of work is said once in the tool list, and in the instructions.
+        for text in (listed["list_annotations"].description, client.instructions or ""):
             where = [text.find(step) for step in steps]
-            assert -1 not in where and where == sorted(where), (name, where)
+            assert -1 not in where and where == sorted(where), (text[:40], where)
         assert "Mode `edit`" in listed["wait_for_review"].description
         assert "Mode `review`" in listed["wait_for_review"].description
         assert "edit" in client.instructions and "review" in client.instructions
@@ -666,3 +667,127 @@ async def test_missing_project_is_an_error(tmp_path: Path) -> None:
     async with tools(tmp_path / "nowhere") as t:
         message = await t.error("list_annotations")
         assert re.fullmatch(r"Project folder '.*nowhere' does not exist", message), message
+
+
+# -- issue #27 item 2: the tool list and answers an agent pays for ------------------------------
+
+TOOL_LIST_LIMIT = 10_000  # characters of the tools/list result for a terminal agent
+
+
+def listing_chars(tools: list[Any]) -> int:
+    """The tools/list result as JSON on the wire (json.dumps' separators, the larger count)."""
+    dumped = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+    return len(json.dumps({"tools": dumped}, ensure_ascii=False))
+
+
+async def test_a_terminal_agents_tool_list_is_short_and_has_no_app_only_tools(
+    project: Path,
+) -> None:
+    async with Client(build_server(project)) as client:
+        listed = (await client.list_tools()).tools
+    names = {t.name for t in listed}
+    assert "chat_page" not in names and "chat_api" not in names
+    assert "open_review" in names  # for the model: it says where the page is without a view
+    assert listing_chars(listed) <= TOOL_LIST_LIMIT, listing_chars(listed)
+    for tool in listed:
+        schema = json.dumps(tool.input_schema)
+        assert '"title"' not in schema and '{"type": "null"}' not in schema, tool.name
+
+
+async def test_a_client_that_renders_apps_gets_the_views_tools(project: Path) -> None:
+    from mcp.client import advertise
+    from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+
+    apps = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
+    async with Client(build_server(project), extensions=apps) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(listed) == set(TOOLS)
+    assert listed["chat_api"].meta["ui"]["visibility"] == ["app"]
+
+
+async def test_answers_are_compact_json_unless_pretty(project: Path, store: annotate.Store) -> None:
+    store.add_annotation(text_note())
+    async with Client(build_server(project)) as client:
+        compact = (await client.call_tool("list_annotations", {})).content[0].text
+    async with Client(build_server(project, pretty=True)) as client:
+        pretty = (await client.call_tool("list_annotations", {})).content[0].text
+    assert json.loads(compact) == json.loads(pretty)
+    assert "\n" not in compact and '": ' not in compact and '", "' not in compact
+    assert pretty.startswith('[\n  {\n    "id": ')
+    assert len(compact) < len(pretty) * 0.8
+
+
+# -- issue #32 item 11: arguments as sent, text as shown ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("address_annotation", {"deleted": "yes"}, "deleted"),
+        ("address_annotation", {"deleted": 1}, "deleted"),
+        ("list_annotations", {"limit": True}, "limit"),
+        ("list_annotations", {"limit": "5"}, "limit"),
+        ("get_context", {"lines": 2.5}, "lines"),
+        ("add_agent_reply", {"message": 7}, "message"),
+    ],
+)
+async def test_arguments_are_not_coerced(
+    project: Path, store: annotate.Store, tool: str, args: dict[str, Any], field: str
+) -> None:
+    a = store.add_annotation(text_note())
+    if tool != "list_annotations":
+        args = {"id": a.id, **args}
+    async with tools(project) as t:
+        text = await t.error(tool, **args)
+    assert text.startswith(f"Invalid arguments for {tool}: {field}: "), text
+    after = store.get_annotation(a.id)
+    assert after.status == "open" and not after.replies and after.anchor_state != "removed"
+
+
+async def test_valid_arguments_still_pass_strictly(project: Path, store: annotate.Store) -> None:
+    a = store.add_annotation(text_note())
+    async with tools(project) as t:
+        # An integer where a float is asked is a number, not a coercion.
+        taken = await t.ok("wait_for_review", timeout_s=0)
+        assert taken["review"] is None
+        done = await t.ok("address_annotation", id=a.id, deleted=False, message="Done.")
+    assert done["status"] == "addressed"
+
+
+HOSTILE = "Fix\x1b[8m hidden\x1b]0;owned\x07 \x9b31m \u202eevil\u2066"
+
+
+async def test_hidden_characters_reach_the_agent_as_escapes(
+    project: Path, store: annotate.Store
+) -> None:
+    a = store.add_annotation(text_note(note=HOSTILE))
+    store.add_agent_reply(a.id, "Reply \x1b[2J")
+    async with tools(project) as t:
+        answers = {
+            "get_annotation": (await t.raw("get_annotation", id=a.id))[1],
+            "list_annotations": (await t.raw("list_annotations"))[1],
+            "get_context": (await t.raw("get_context", id=a.id))[1],
+            "get_export": (await t.raw("get_export"))[1],
+        }
+    for name, text in answers.items():
+        for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\u2066"):
+            assert raw not in text, (name, raw)
+    # JSON keeps its meaning: the note reads back exactly.
+    assert json.loads(answers["get_annotation"])["note"] == HOSTILE
+    assert "\\u001b[8m" in answers["get_annotation"]
+    # Plain text shows each one as the CLI does (annotate/visible.py).
+    assert (
+        "Fix\\x1b[8m hidden" in answers["get_context"] and "\\u202eevil" in answers["get_context"]
+    )
+    assert "\\x1b[2J" in answers["get_context"]
+
+
+async def test_prompts_show_hidden_characters_as_escapes(
+    project: Path, store: annotate.Store
+) -> None:
+    a = store.add_annotation(text_note(note=HOSTILE))
+    async with Client(build_server(project)) as client:
+        prompt = await client.get_prompt("address-note", {"id": a.id})
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "Fix\\x1b[8m hidden" in text

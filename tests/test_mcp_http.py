@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 import annotate
+from annotate.chatview import APP_ONLY
 from annotate.mcp_server import TOOLS
 
 from . import serving
@@ -125,7 +126,7 @@ async def test_the_tools_over_http_answer_as_over_stdio(served: Served) -> None:
         n = store.add_page_note({"pageUrl": "/guide/install/", "note": "Whole page"})
 
     async with served.client() as client:
-        assert {t.name for t in (await client.list_tools()).tools} == set(TOOLS)
+        assert {t.name for t in (await client.list_tools()).tools} == set(TOOLS) - set(APP_ONLY)
         assert client.server_info is not None and client.server_info.name == "mkdocs-annotate"
 
         async def ok(name: str, **args: Any) -> Any:
@@ -387,3 +388,44 @@ async def test_team_tokens_agents_and_maintainers_only(tmp_path: Path) -> None:
             # The project token means nothing to a team server's verify.
             status, answer = await anyio.to_thread.run_sync(post, "project-token-0123456789")
             assert (status, answer["code"]) == (401, "unauthorized")
+
+
+def test_bodies_are_parsed_as_strictly_as_the_api(served: Served) -> None:
+    """Issue #32: the SDK's parser takes the last of two keys; the endpoint refuses, as the REST
+    API does, and nothing is run or stored."""
+    store = annotate.open(served.project)
+    note = store.add_annotation(text_note())
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {served.token}",
+    }
+    call = (
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_annotation",'
+        '"name":"add_agent_reply","arguments":{"id":"' + note.id + '","message":"forged"}}}'
+    )
+    bodies = {
+        "the key 'name' appears twice": call,
+        "NaN is not valid JSON": '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":NaN}}',
+        "not UTF-8": b'{"jsonrpc":"2.0","id":1,"method":"tools/list","x":"\xff"}',
+    }
+    for why, body in bodies.items():
+        raw = body if isinstance(body, bytes) else body.encode()
+        status, _, data = served.raw("POST", "/__annotate/mcp", headers, raw)
+        assert status == 400, (why, data)
+        answer = json.loads(data)
+        assert answer["jsonrpc"] == "2.0" and answer["id"] is None
+        assert answer["error"]["code"] == -32700 and why in answer["error"]["message"]
+    assert store.get_annotation(note.id).replies == ()
+    store.close()
+
+
+async def test_coerced_arguments_are_refused_over_http(served: Served) -> None:
+    store = annotate.open(served.project)
+    note = store.add_annotation(text_note())
+    async with served.client() as client:
+        result = await client.call_tool("address_annotation", {"id": note.id, "deleted": "yes"})
+    assert result.is_error
+    assert _text(result).startswith("Invalid arguments for address_annotation: deleted: ")
+    assert store.get_annotation(note.id).status == "open"
+    store.close()

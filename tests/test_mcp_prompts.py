@@ -203,7 +203,6 @@ async def test_intents_are_explained_everywhere(project: Path) -> None:
     for text in (
         instructions,
         tools["list_annotations"].description,
-        tools["wait_for_review"].description,
         agents.mode_instructions("edit"),
         agents.mode_instructions("edit", agents.CLI),
         agent_setup.skill_text(),

@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import annotate
+from annotate.chatview import APP_ONLY
 from annotate.mcp_server import SELECTIONS, TOOLS
 
 from .conftest import element_note, text_note
@@ -76,7 +77,7 @@ async def test_answers_from_the_server_lines_from_the_checkout(
     tokens = token_file(tmp_path, served.token)
 
     async with remote(served.url, tokens, checkout) as agent, served.client() as direct:
-        assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS)
+        assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS) - set(APP_ONLY)
         # The checkout is the server's: every answer is the server's, byte for byte.
         for name, args in [
             ("list_annotations", {}),
@@ -236,7 +237,7 @@ async def test_errors_are_one_line(served: Served, tmp_path: Path) -> None:
     for url, tokens, message in cases:
         async with remote(url, tokens, checkout) as agent:
             # Listing works without the server: the tools are annotate mcp's.
-            assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS)
+            assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS) - set(APP_ONLY)
             for name, args in [("list_annotations", {}), ("get_context", {"id": "a_x"})]:
                 result = await agent.call_tool(name, args)
                 assert result.is_error, (url, name)
@@ -335,7 +336,7 @@ async def test_outside_a_project_each_call_says_so(served: Served, tmp_path: Pat
         cwd=str(nowhere),
     )
     async with Client(params, read_timeout_seconds=40) as agent:
-        assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS)
+        assert {t.name for t in (await agent.list_tools()).tools} == set(TOOLS) - set(APP_ONLY)
         result = await agent.call_tool("list_annotations", {})
         assert result.is_error
         assert "--project" in _text(result) and "\n" not in _text(result)

@@ -20,6 +20,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+import annotate
+from annotate.chatview import APP_ONLY
 from annotate.mcp_server import TOOLS
 
 from . import serving
@@ -86,7 +88,7 @@ def _text(result: Any) -> str:
 
 async def test_every_tool_over_stdio(project: Path) -> None:
     async with stdio(project) as client:
-        assert {t.name for t in (await client.list_tools()).tools} == set(TOOLS)
+        assert {t.name for t in (await client.list_tools()).tools} == set(TOOLS) - set(APP_ONLY)
         assert client.server_info.name == "mkdocs-annotate"
 
         # The store is created by the server on first use.
@@ -254,8 +256,11 @@ def test_nothing_but_protocol_on_stdout(project: Path) -> None:
             assert by_id[5]["result"].get("isError") in (None, False)
 
 
-def _raw_session(command: list[str], requests: list[dict[str, Any]], expect: int) -> list[Any]:
-    """Send the requests, read stdout until `expect` answers came, then close stdin."""
+def _raw_session(
+    command: list[str], requests: list[dict[str, Any] | str], expect: int
+) -> list[Any]:
+    """Send the requests (a string as the line itself), read stdout until `expect` answers came,
+    then close stdin."""
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -270,7 +275,7 @@ def _raw_session(command: list[str], requests: list[dict[str, Any]], expect: int
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     for r in requests:
-        proc.stdin.write(json.dumps(r) + "\n")  # type: ignore[union-attr]
+        proc.stdin.write((r if isinstance(r, str) else json.dumps(r)) + "\n")  # type: ignore[union-attr]
     proc.stdin.flush()  # type: ignore[union-attr]
     reader.join(30)
     proc.stdin.close()  # type: ignore[union-attr]
@@ -284,3 +289,35 @@ def _raw_session(command: list[str], requests: list[dict[str, Any]], expect: int
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
     return [json.loads(line) for line in [*lines, *rest.splitlines()] if line.strip()]
+
+
+def test_a_key_twice_is_refused_not_the_last_one_run(project: Path) -> None:
+    """Issue #32: the SDK's parser runs the last of two `name`s; the REST API's refuses."""
+    store = annotate.open(project)
+    note = store.add_page_note({"pageUrl": "/", "note": "Keep it."})
+    store.close()
+    hello: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    forged = (
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_annotation",'
+        '"name":"add_agent_reply","arguments":{"id":"' + note.id + '","message":"forged"}}}'
+    )
+    nan = '{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":NaN}}'
+    requests = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}, forged, nan]
+    answers = _raw_session([ANNOTATE, "mcp", "--project", str(project)], requests, expect=3)
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[2]["error"] == {
+        "code": -32700,
+        "message": "Parse error: the key 'name' appears twice in one object",
+    }
+    assert by_id[3]["error"]["message"] == "Parse error: NaN is not valid JSON"
+    with annotate.open(project) as store:
+        assert store.get_annotation(note.id).replies == ()

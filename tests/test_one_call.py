@@ -124,7 +124,7 @@ CLI_FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
 }
 # Commands that run a host whose every call is pinned above and below: `annotate mcp` runs the MCP
 # server (its tools), `annotate serve` the web app (its routes).
-HOSTS = {"mcp": build_server, "serve": create_app, "proxy": create_app}
+HOSTS = {"mcp": build_server, "chat": build_server, "serve": create_app, "proxy": create_app}
 
 # REST route -> (body, the library functions it calls). The status route's actions are four calls.
 # The anchor route answers from `text_selector_rows` and, once its answer is sent, prepares the
@@ -331,6 +331,11 @@ def test_the_hosts_run_what_is_pinned() -> None:
     assert "build_server(store=store)" in inspect.getsource(create_app)
     assert "from .web.server import serve as run" in source["serve"]
     assert "from .devserver import run" in source["proxy"]
+    # `annotate chat` hosts the same tools for a view in a browser tab (annotate/chathost.py).
+    from annotate import chathost
+
+    assert "from .chathost import run" in source["chat"]
+    assert "server = build_server(project)" in inspect.getsource(chathost.create_app)
 
 
 # -- REST ---------------------------------------------------------------------------------------

@@ -78,19 +78,21 @@ def test_project_scope_writes_every_agent(project: Path, home: Path) -> None:
         ("wrote", ".opencode/skills/mkdocs-annotate/SKILL.md"),
     }
     assert (project / ".gitignore").read_text() == ".annotate/\n"
+    # The project's absolute path: a client that starts the server elsewhere finds it (#27).
+    args = ["mcp", "--project", str(project.resolve())]
     assert json.loads((project / ".mcp.json").read_text()) == {
-        "mcpServers": {"mkdocs-annotate": {"command": "annotate", "args": ["mcp"]}}
+        "mcpServers": {"mkdocs-annotate": {"command": "annotate", "args": args}}
     }
     assert json.loads((project / "opencode.json").read_text()) == {
         "$schema": "https://opencode.ai/config.json",
         "mcp": {
-            "mkdocs-annotate": {"type": "local", "command": ["annotate", "mcp"], "enabled": True}
+            "mkdocs-annotate": {"type": "local", "command": ["annotate", *args], "enabled": True}
         },
     }
     toml = (project / ".codex" / "config.toml").read_text()
     if tomllib is not None:
         assert tomllib.loads(toml) == {
-            "mcp_servers": {"mkdocs-annotate": {"command": "annotate", "args": ["mcp"]}}
+            "mcp_servers": {"mkdocs-annotate": {"command": "annotate", "args": args}}
         }
     skill = (project / ".claude" / "skills" / "mkdocs-annotate" / "SKILL.md").read_text()
     assert skill == agent_setup.skill_text()
@@ -137,7 +139,7 @@ def test_uninstall_keeps_the_users_entries(project: Path, home: Path) -> None:
     agent_setup.install(project, command="annotate")
     mcp = json.loads((project / ".mcp.json").read_text())
     assert mcp["mcpServers"]["docs-search"] == USER_MCP["mcpServers"]["docs-search"]
-    assert mcp["mcpServers"]["mkdocs-annotate"] == {"command": "annotate", "args": ["mcp"]}
+    assert mcp["mcpServers"]["mkdocs-annotate"]["args"][:2] == ["mcp", "--project"]
     assert mcp["other"] == {"kept": True}
     assert (project / ".gitignore").read_text() == USER_GITIGNORE + ".annotate/\n"
     toml = (project / ".codex" / "config.toml").read_text()
@@ -285,7 +287,7 @@ def test_skill_file() -> None:
 
 def test_bad_arguments(project: Path, tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="agent must be one of"):
-        agent_setup.install(project, ["cursor"])
+        agent_setup.install(project, ["windsurf"])
     with pytest.raises(ValidationError, match="scope must be project or user"):
         agent_setup.install(project, scope="global")
     with pytest.raises(ValidationError, match="does not exist"):
@@ -461,3 +463,98 @@ def test_run_in_a_subfolder_writes_into_the_project(
     ]
     assert [p.name for p in (project / "docs").iterdir()] == ["index.md"]
     assert (project / ".annotate" / "config.json").is_file()
+
+
+# -- issue #27 item 1: hosts that start servers in their own folder, and render the view ---------
+
+
+def test_a_host_started_elsewhere_finds_the_project(project: Path, home: Path) -> None:
+    """MCPJam and Claude Desktop start a server in their own folder: the entry setup writes must
+    still reach the project's notes (no "No documentation project")."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    import annotate
+
+    store = annotate.open(project)
+    store.add_page_note({"pageUrl": "/", "note": "Say hello."})
+    store.close()
+    annotate_path = str(Path(sys.executable).parent / "annotate")
+    agent_setup.install(project, ["claude"], command=annotate_path)
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["mkdocs-annotate"]
+    elsewhere = home / "host-folder"
+    elsewhere.mkdir()
+
+    async def notes() -> str:
+        params = StdioServerParameters(
+            command=entry["command"], args=entry["args"], cwd=str(elsewhere)
+        )
+        async with Client(params, read_timeout_seconds=30) as client:
+            result = await client.call_tool("list_page_notes", {})
+        assert not result.is_error, result
+        return str(result.content[0].text)
+
+    assert json.loads(anyio.run(notes))[0]["note"] == "Say hello."
+
+
+def test_hosts_that_render_the_view(project: Path, home: Path) -> None:
+    root = str(project.resolve())
+    args = ["mcp", "--project", root]
+    # A user's own server in each host's file, to be kept.
+    desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
+    desktop.parent.mkdir(parents=True)
+    desktop.write_text(json.dumps(USER_MCP, indent=2) + "\n")
+    before = snapshot(home)
+
+    actions = agent_setup.install(project, ["claude-desktop", "vscode", "cursor"], command="a")
+    assert {(a.verb, str(a.path)) for a in actions} == {
+        ("wrote", str(project / ".gitignore")),
+        ("wrote", str(desktop)),
+        ("wrote", str(project / ".vscode" / "mcp.json")),
+        ("wrote", str(project / ".cursor" / "mcp.json")),
+    }
+    # Claude Desktop has the user's file only: one entry per project, named after its folder.
+    data = json.loads(desktop.read_text())
+    assert data["mcpServers"]["docs-search"] == USER_MCP["mcpServers"]["docs-search"]
+    assert data["mcpServers"]["mkdocs-annotate-project"] == {"command": "a", "args": args}
+    assert json.loads((project / ".vscode" / "mcp.json").read_text()) == {
+        "servers": {"mkdocs-annotate": {"type": "stdio", "command": "a", "args": args}}
+    }
+    assert json.loads((project / ".cursor" / "mcp.json").read_text()) == {
+        "mcpServers": {"mkdocs-annotate": {"command": "a", "args": args}}
+    }
+    # In the user's home: VS Code's profile and Cursor's folder.
+    agent_setup.install(project, ["vscode", "cursor"], "user", command="a")
+    user_vscode = json.loads((home / ".config" / "Code" / "User" / "mcp.json").read_text())
+    assert user_vscode["servers"]["mkdocs-annotate-project"]["args"] == args
+    user_cursor = json.loads((home / ".cursor" / "mcp.json").read_text())
+    assert user_cursor["mcpServers"]["mkdocs-annotate-project"]["args"] == args
+    # Goose's YAML is printed, not rewritten.
+    [goose] = agent_setup.install(project, ["goose"], command="a")[1:]
+    assert goose.verb == "print" and goose.path == home / ".config" / "goose" / "config.yaml"
+    assert f'    cmd: "a"\n    args: ["mcp", "--project", "{root}"]\n' in goose.what
+    assert not goose.path.exists()
+
+    agent_setup.uninstall(project)
+    assert snapshot(home) == before
+    assert not (project / ".vscode").exists() and not (project / ".cursor").exists()
+    assert not (project / ".gitignore").exists()
+
+
+def test_a_terminal_agents_home_entry_names_no_project(project: Path, home: Path) -> None:
+    """`--scope user` serves whichever project the agent is started in."""
+    agent_setup.install(project, ["claude"], "user", command="a")
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["mkdocs-annotate"]
+    assert entry == {"command": "a", "args": ["mcp"]}
+
+
+def test_cli_hosts(project: Path, home: Path) -> None:
+    runner = CliRunner()
+    base = ["setup", "--project", str(project), "--command", "a"]
+    done = runner.invoke(cli, [*base, "--agent", "goose"])
+    assert done.exit_code == 0, done.output
+    assert "add under `extensions:`" in done.output and "type: stdio" in done.output
+    done = runner.invoke(cli, [*base, "--agent", "vscode"])
+    assert done.exit_code == 0 and (project / ".vscode" / "mcp.json").is_file()
+    done = runner.invoke(cli, [*base, "--uninstall"])
+    assert done.exit_code == 0 and not (project / ".vscode").exists()

@@ -5,8 +5,13 @@ CSP, its tool calls forwarded to that server."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -391,3 +396,99 @@ def test_view_screenshot(
     docs = os.environ.get("ANNOTATE_SCREENSHOTS") == "docs"
     folder = Path(__file__).resolve().parent.parent.parent / "docs" / "img" if docs else tmp_path
     page.screenshot(path=str(folder / "chat-view.png"))
+
+
+# -- issue #27: the view without a host, `annotate chat` --------------------------------------
+
+
+@pytest.fixture
+def chat_tab(project: Path, browser: Browser) -> Iterator[str]:
+    """`annotate chat --no-browser` as a user runs it; its URL."""
+    annotate_cmd = Path(sys.executable).parent / "annotate"
+    proc = subprocess.Popen(
+        [str(annotate_cmd), "chat", "--project", str(project), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    assert url, (line, proc.stderr.read() if proc.poll() is not None else "")
+    yield url[0]
+    for context in browser.contexts:  # the view's pending feed call ends with its page
+        context.close()
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    assert "Traceback" not in err, err
+
+
+def host_log(page: Page) -> list[tuple[str, str]]:
+    found = page.evaluate(
+        "() => window.hostLog.map((e) => [e.direction, e.message.method || 'answer'])"
+    )
+    return [tuple(x) for x in found]
+
+
+def test_annotate_chat_shows_the_view_in_a_tab_with_the_host_messages(
+    page: Page, chat_tab: str, project: Path
+) -> None:
+    page.goto(chat_tab)
+    page.wait_for_function("() => document.querySelector('iframe') && frames.length === 1")
+    frame = page.main_frame.child_frames[0]
+    wait_painted(frame)  # type: ignore[arg-type]
+    assert frame.locator("#annotate-page article.md-content__inner h1").inner_text() == (
+        "Fixture home"
+    )
+    annotate_in_view(page, frame, QUOTE, "Name the lighthouse.")
+    with annotate.open(project) as store:
+        [note] = store.list_annotations()
+    assert note.source is not None and note.source.path == "docs/index.md"
+    view = page.frame_locator("iframe")
+    open_panel(view)
+    view.get_by_role("button", name="Send to agent").click()
+    page.wait_for_function("() => window.hostLog.some((e) => e.message.method === 'ui/message')")
+    log = host_log(page)
+    # The handshake, the tool's input and result, and the view's calls through the host.
+    assert log.index(("view → host", "ui/initialize")) < log.index(("host → view", "answer"))
+    assert ("view → host", "ui/notifications/initialized") in log
+    assert ("host → view", "ui/notifications/tool-result") in log
+    assert ("view → host", "tools/call") in log
+    # Shown beside the view, the message a chat would post highlighted.
+    message = page.locator("#log li.message")
+    expect(message).to_have_count(1)
+    with annotate.open(project) as store:
+        [review] = store.list_reviews()
+    expect(message).to_contain_text(review.id)
+    expect(page.locator("#log li").first).to_contain_text("open_review")  # the agent's call
+    expect(page.locator("#log li", has_text="view → host ui/initialize")).to_have_count(1)
+
+
+def test_annotate_chat_answers_only_its_own_page(chat_tab: str) -> None:
+    """A page elsewhere cannot call the tools: the secret header and the loopback Host."""
+    port = int(chat_tab.rsplit(":", 1)[1].strip("/"))
+    body = json.dumps({"method": "tools/call", "params": {"name": "summary", "arguments": {}}})
+
+    def post(headers: dict[str, str]) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/call", body=body, headers=headers)
+        r = conn.getresponse()
+        out = r.status, r.read()
+        conn.close()
+        return out
+
+    status, data = post({"Content-Type": "application/json"})
+    assert status == 403 and json.loads(data)["code"] == "forbidden"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/")
+    page = conn.getresponse().read().decode()
+    conn.close()
+    secret = json.loads(re.search(r'id="annotate-chat-config">(.*?)</script>', page)[1])["secret"]
+    status, data = post({"X-Annotate-Chat": secret, "Host": f"evil.example:{port}"})
+    assert status == 403 and json.loads(data)["code"] == "forbidden_host"
+    status, data = post({"X-Annotate-Chat": secret})
+    assert status == 200 and "openItems" in json.loads(data)["content"][0]["text"]
