@@ -43,6 +43,7 @@ from .errors import (
     PageNoteNotFound,
     ReviewNotFound,
     ShowNotFound,
+    StoreReadOnlyError,
     ValidationError,
 )
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
@@ -286,7 +287,9 @@ class Store:
                 if not stale:
                     yield conn
                     return
-            self._reconcile(stale)
+            with contextlib.suppress(StoreReadOnlyError):
+                # A store that cannot be written is read as it was last written (issue #27).
+                self._reconcile(stale)
         with self._tx(write=False) as conn:
             yield conn
 
