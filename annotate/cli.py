@@ -1071,9 +1071,13 @@ def token(click_ctx: click.Context, rotate: bool, project: str | None) -> None:
 def token_add(ctx: Ctx, name: str, role: str) -> None:
     """A personal token for NAME (team mode), printed once: only its hash is kept."""
     secret = ctx.store().add_token(name, role)
-    ctx.emit(
-        {"name": name.strip(), "role": role, "token": secret},
-        lambda: f"{secret}\n(the token of {name.strip()}, {role}: shown once, keep it secret)",
+    if ctx.as_json:
+        ctx.emit({"name": name.strip(), "role": role, "token": secret}, lambda: "")
+        return
+    # The token alone on stdout, so that TOKEN=$(annotate token add NAME) holds just it.
+    click.echo(secret)
+    click.echo(
+        visible(f"(the token of {name.strip()}, {role}: shown once, keep it secret)"), err=True
     )
 
 
