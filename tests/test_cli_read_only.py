@@ -129,3 +129,25 @@ async def test_the_mcp_server_reads_it_too(read_only: tuple[Path, str, str]) -> 
         assert not is_error, text
         assert [a["id"] for a in json.loads(text)] == [id]
         assert await call("add_agent_reply", id=id, message="done") == (True, refused)
+
+
+def test_the_web_app_reads_it_too(read_only: tuple[Path, str, str]) -> None:
+    from starlette.testclient import TestClient
+
+    from annotate.web import create_app
+
+    project, id, refused = read_only
+    token = "t" * 32
+    store = annotate.open(project)
+    client = TestClient(
+        create_app(store, token=token),
+        base_url="http://127.0.0.1:8000",
+        headers={"X-Annotate-Token": token},
+    )
+    with client:
+        r = client.get("/__annotate/api/annotations")
+        assert r.status_code == 200, r.text
+        assert [a["id"] for a in r.json()["annotations"]] == [id]
+        r = client.post(f"/__annotate/api/annotations/{id}/replies", json={"message": "hi"})
+        assert (r.status_code, r.json()) == (503, {"error": refused, "code": "store_read_only"})
+    store.close()
