@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,13 +16,13 @@ from typing import Any
 
 import click
 
-from . import agents, importing, inline
+from . import agents, importing, inline, pgdb
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
 from .context import DEFAULT_LINES, MAX_LINES
 from .diff import annotation_change
-from .errors import AnnotateError
+from .errors import AnnotateError, StoreError
 from .models import (
     ANCHOR_STATES,
     REVIEW_MODES,
@@ -39,19 +40,56 @@ from .project import find_project
 from .visible import visible, visible_json
 
 
+class StoreNotFound(StoreError):
+    """`--db` names an SQLite file that does not exist, for a command that only reads or changes
+    notes already there (issue #27): never a silent new, empty store."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} does not exist: check --db (or $ANNOTATE_DB); annotate serve, proxy, mcp, "
+            "import and token add make a new store there"
+        )
+        self.path = path
+
+
+def _missing_db(db: str | None) -> str | None:
+    """`db` when it names an SQLite file that does not exist (a typo, or a store not made yet)."""
+    if not db or pgdb.is_url(db) or os.path.lexists(db):
+        return None
+    return db
+
+
+def _created(db: str) -> None:
+    """Say on stderr that `--db` made a new store: a mistyped path shows at once (issue #27)."""
+    click.echo(
+        f"New, empty store at {visible(db, keep='')} (--db named no existing file)", err=True
+    )
+
+
 class Ctx:
     """What every command needs: where the store is and how to print."""
 
-    def __init__(self, project: str | None, db: str | None, as_json: bool) -> None:
+    def __init__(
+        self, project: str | None, db: str | None, as_json: bool, creates: bool = False
+    ) -> None:
         self.project = project
         self.db = db
         self.as_json = as_json
+        # Whether the command may make the store `--db` names when there is none (docs/cli.md).
+        self.creates = creates
         self._store: store_module.Store | None = None
 
     def store(self) -> store_module.Store:
-        """The store of the project found upwards from `--project` or the current folder (or
-        `--db`), with the build of its checkout (annotate/build.py), which reconciliation reads."""
+        """The store `--db` names, else the project's; its notes point into the project found
+        upwards from `--project` or the current folder, with the build of its checkout
+        (annotate/build.py), which reconciliation reads. A `--db` file that does not exist is
+        refused, or made and said so by a command that creates notes."""
+        missing = _missing_db(self.db)
+        if missing is not None and not self.creates:
+            raise StoreNotFound(missing)
         found = store_module.open(self.project, db=self.db or None, build="auto")
+        if missing is not None:
+            _created(missing)
         self._store = found
         return found
 
@@ -86,9 +124,12 @@ db_option = click.option(
 
 
 def command(
-    group: click.Group, name: str, **kwargs: Any
+    group: click.Group, name: str, *, creates: bool = False, **kwargs: Any
 ) -> Callable[[Callable[..., None]], click.Command]:
-    """A subcommand with `--project`, `--db` and `--json`, whose library errors exit 1."""
+    """A subcommand with `--project`, `--db` and `--json`, whose library errors exit 1.
+
+    `creates`: the command adds notes or tokens, so a `--db` file that does not exist is made
+    (and said so); any other command refuses it."""
 
     def decorate(fn: Callable[..., None]) -> click.Command:
         @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
@@ -96,7 +137,7 @@ def command(
         @project_option
         @functools.wraps(fn)
         def wrapper(project: str | None, db: str | None, as_json: bool, **params: Any) -> None:
-            ctx = Ctx(project, db, as_json)
+            ctx = Ctx(project, db, as_json, creates)
             try:
                 fn(ctx, **params)
             except AnnotateError as e:
@@ -574,7 +615,7 @@ def _exported_inline(result: inline.ExportResult) -> str:
     return text
 
 
-@command(cli, "import")
+@command(cli, "import", creates=True)
 @click.argument("file", required=False)
 @click.option(
     "--inline",
@@ -768,6 +809,8 @@ def mcp(
             raise SystemExit(_fail("--token-file is only used with --remote URL"))
         from .mcp_server import run
 
+        if _missing_db(db):
+            _created(str(db))  # made at the first tool call, by the server
         run(project, db, pretty=pretty)
         return
     if db is not None or token_file is None:
@@ -994,6 +1037,8 @@ def serve(
                 )
             )
         root = find_project(project)
+        if _missing_db(db):
+            _created(str(db))
         run(
             directory,
             project=root,
@@ -1049,6 +1094,8 @@ def proxy(
 
     try:
         root = find_project(project)
+        if _missing_db(db):
+            _created(str(db))
         code = run(
             command,
             upstream_url=upstream,
@@ -1085,7 +1132,7 @@ def token(click_ctx: click.Context, rotate: bool, project: str | None) -> None:
         raise SystemExit(_fail(str(e))) from None
 
 
-@command(token, "add")
+@command(token, "add", creates=True)
 @click.argument("name")
 @click.option(
     "--role",
@@ -1097,9 +1144,13 @@ def token(click_ctx: click.Context, rotate: bool, project: str | None) -> None:
 def token_add(ctx: Ctx, name: str, role: str) -> None:
     """A personal token for NAME (team mode), printed once: only its hash is kept."""
     secret = ctx.store().add_token(name, role)
-    ctx.emit(
-        {"name": name.strip(), "role": role, "token": secret},
-        lambda: f"{secret}\n(the token of {name.strip()}, {role}: shown once, keep it secret)",
+    if ctx.as_json:
+        ctx.emit({"name": name.strip(), "role": role, "token": secret}, lambda: "")
+        return
+    # The token alone on stdout, so that TOKEN=$(annotate token add NAME) holds just it.
+    click.echo(secret)
+    click.echo(
+        visible(f"(the token of {name.strip()}, {role}: shown once, keep it secret)"), err=True
     )
 
 

@@ -239,16 +239,28 @@ class DbFile:
         uri = self.path.absolute().as_uri()
         try:
             conn = self._configure(uri + "?mode=rw")
-        except StoreError:
-            # A WAL store on a read-only file system: SQLite cannot make its shared-memory file
-            # there. Nothing can change the file while the file system stays read-only, so it is
-            # read as immutable, unless a WAL file holds commits the main file lacks.
-            if not (_read_only_fs(self.path) and not Path(f"{self.path}-wal").exists()):
-                raise
-            conn = self._configure(uri + "?mode=ro&immutable=1")
+        except StoreError as e:
+            conn = self._read_only_connection(uri, e)
         conn.pid = os.getpid()
         self._connections.add(conn)
         return conn
+
+    def _read_only_connection(self, uri: str, error: StoreError) -> _Connection:
+        """A connection that reads a WAL store SQLite could not open: one on a read-only file
+        system or in a folder we cannot write, where it cannot make its shared-memory file
+        (issue #27). Raises `error` (the read-write open's) when neither applies.
+
+        With a WAL file beside the store (commits the main file may lack), SQLite reads it
+        through the existing shared-memory file (`mode=ro`). Without one, every commit is in the
+        main file and nobody can start a WAL there without writing the folder: it is read as
+        immutable, without locks. Writes through either are refused as read-only.
+        """
+        unwritable = _read_only_fs(self.path) or not os.access(self.path.parent, os.W_OK)
+        if not unwritable:
+            raise error
+        if Path(f"{self.path}-wal").exists():
+            return self._configure(uri + "?mode=ro")
+        return self._configure(uri + "?mode=ro&immutable=1")
 
     def _configure(self, uri: str) -> _Connection:
         try:

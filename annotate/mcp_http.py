@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,8 +33,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from . import strictjson
 from .identity import Person
-from .web.app import _no_duplicates, _number, _refuse_constant, _whole
 from .web.responses import TOO_LARGE, UNAUTHORIZED, JsonResponse, error_response
 from .web.security import BODY_LIMIT, _read_body, _replay
 
@@ -195,19 +194,13 @@ class McpHttp:
 
 
 def strict_problem(body: bytes) -> str | None:
-    """Why the REST API's parser (annotate/web/app.py) refuses `body`, or None: one reading of a
-    message for us and for any proxy or log in between, never the last of two keys."""
+    """Why the REST API's parser (annotate/strictjson.py) refuses `body`, or None: one reading of
+    a message for us and for any proxy or log in between, never the last of two keys."""
     try:
-        json.loads(
-            body.decode("utf-8"),
-            parse_constant=_refuse_constant,
-            parse_int=_whole,
-            parse_float=_number,
-            object_pairs_hook=_no_duplicates,
-        )
+        strictjson.loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         return "the body is not UTF-8"
-    except RecursionError:
+    except strictjson.TooDeep:
         return "the body is nested too deeply"
     except ValueError as e:
         return str(e)

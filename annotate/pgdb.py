@@ -59,7 +59,10 @@ WRITE_LOCK = 0x616E6E6F  # "anno"
 POOL_MAX = 10
 CONNECT_TIMEOUT_S = 5
 CLOSED_RETRIES = 10
-EXTRA = "pip install 'mkdocs-annotate[postgres]'"
+EXTRA = (
+    "pip install 'mkdocs-annotate[postgres]' (in a checkout of mkdocs-annotate: "
+    "pip install -e '.[postgres]')"
+)
 
 
 def is_url(value: object) -> bool:

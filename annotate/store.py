@@ -41,8 +41,10 @@ from .errors import (
     InvalidTransition,
     NotATextAnnotation,
     PageNoteNotFound,
+    ProjectNotFound,
     ReviewNotFound,
     ShowNotFound,
+    StoreReadOnlyError,
     ValidationError,
 )
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
@@ -145,23 +147,26 @@ def open(
 
     The project is found upwards from `project`, or from the current folder when it is None
     (`annotate.project.find_project`): never a new store inside `docs/`. `db`: another SQLite
-    file (its project is `project` as given, else the file's), or a PostgreSQL database
-    (`postgresql://user:password@host/dbname`, docs/storage.md; its tables are created when
-    missing), whose notes point into the project found as above. `build`: the build the notes
-    made through this store belong to (`Store.build`); `"auto"` reads it as `annotate serve`
-    does (`annotate.build.current`: the environment, else git in the project).
+    file, or a PostgreSQL database (`postgresql://user:password@host/dbname`, docs/storage.md;
+    its tables are created when missing), whose notes point into the project found as above,
+    wherever the file is (issue #27). With `db` and no project found from the current folder,
+    the store still reads and writes its notes as stored; what needs the Markdown (locating a
+    note, `Store.project_dir`) raises `ProjectNotFound`. `build`: the build the notes made
+    through this store belong to (`Store.build`); `"auto"` reads it as `annotate serve` does
+    (`annotate.build.current`: the environment, else git in the project).
     """
 
     def source(root: str | os.PathLike[str]) -> builds.BuildSource:
         return builds.Current(root) if build == "auto" else builds.of(build)
 
-    if db is not None and pgdb.is_url(db):
-        root = find_project(project)
-        return Store(db, project_dir=root, build=source(root))
     if db is not None:
-        found = Store(db, project_dir=project or None)
-        found.build_source = source(found.project_dir)
-        return found
+        try:
+            root = find_project(project)
+        except ProjectNotFound as e:
+            found = Store(db, build=None if build == "auto" else builds.of(build))
+            found.outside = e.folder
+            return found
+        return Store(db, project_dir=root, build=source(root))
     root = find_project(project)
     return Store(project_db_path(root), project_dir=root, build=source(root))
 
@@ -200,10 +205,22 @@ class Store:
         # The build being served (annotate/build.py), or what reads it: new notes record it, and
         # notes made on another commit of its branch are located again in its Markdown and say so.
         self.build_source: builds.BuildSource = build
-        self.project_dir = self._file.project_dir
+        self._project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+
+    # The folder `open` looked for a project from and found none (a store opened with `db`
+    # anywhere): the notes are read as stored, never located in Markdown (issue #27).
+    outside: str | None = None
+
+    @property
+    def project_dir(self) -> Path:
+        """The project folder, whose Markdown the notes point into (`ProjectNotFound` when the
+        store was opened outside any project)."""
+        if self.outside is not None:
+            raise ProjectNotFound(self.outside)
+        return self._project_dir
 
     @property
     def build(self) -> Build | None:
@@ -280,13 +297,15 @@ class Store:
         transaction. Notes whose file changed are located again and written first (outside any
         write lock while their Markdown is read), then read in a new transaction.
         """
-        if scope is not None:
+        if scope is not None and self.outside is None:
             with self._tx(write=False) as conn:
                 stale = self._stale(conn, scope, params)
                 if not stale:
                     yield conn
                     return
-            self._reconcile(stale)
+            with contextlib.suppress(StoreReadOnlyError):
+                # A store that cannot be written is read as it was last written (issue #27).
+                self._reconcile(stale)
         with self._tx(write=False) as conn:
             yield conn
 
@@ -829,6 +848,8 @@ class Store:
         `force`: its target just changed (a new `replacedText`), so it is located again even in
         an unchanged file.
         """
+        if self.outside is not None and not force:
+            return False  # no Markdown to look in: kept where it was last located
         planned = {**row, **values}
         update = reconcile.plan([planned], self._locator(), force=force, build=self.build).get(
             row["id"]
@@ -848,7 +869,7 @@ class Store:
 
     @functools.cached_property
     def _site_path(self) -> str:
-        return urls.site_path(pages.site_url(self.project_dir))
+        return urls.site_path(pages.site_url(self.project_dir) if self.outside is None else None)
 
     def page_url(self, value: Any, field: str = "pageUrl") -> str:
         """The form the store keeps of a page URL written any way a person or an agent may:

@@ -211,7 +211,8 @@ def test_a_missing_driver_is_one_line_naming_the_extra(project: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr == (
-        "Error: PostgreSQL stores need psycopg: pip install 'mkdocs-annotate[postgres]'\n"
+        "Error: PostgreSQL stores need psycopg: pip install 'mkdocs-annotate[postgres]' (in a "
+        "checkout of mkdocs-annotate: pip install -e '.[postgres]')\n"
     )
 
 
