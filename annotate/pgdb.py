@@ -27,6 +27,7 @@ import functools
 import logging
 import os
 import re
+import select
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -387,6 +388,19 @@ def _rollback(raw: Any) -> None:
         raw.execute("ROLLBACK", prepare=False)
 
 
+def _stale(raw: Any) -> bool:
+    """Whether the server closed this idle connection: it then has its goodbye (an error, the
+    end of the stream) waiting to be read, where a live idle connection has nothing. A poll of
+    the socket, no round trip."""
+    if raw.closed or raw.broken:
+        return True
+    try:
+        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 def _pool_module() -> Any:
     try:
         import psycopg_pool
@@ -475,15 +489,24 @@ class PgDb:
     @contextlib.contextmanager
     def _borrow(self) -> Iterator[Connection]:
         pools = _pool_module()
-        for attempt in range(CLOSED_RETRIES + 1):
+        attempt = stale = 0
+        while True:
             pool = self._pool_now()
             try:
                 raw = pool.getconn()
+                if stale <= POOL_MAX and _stale(raw):
+                    # The server closed it while it sat in the pool (a restart): replaced now
+                    # rather than failing the request that drew it (issue #32).
+                    stale += 1
+                    raw.close()
+                    pool.putconn(raw)
+                    continue
                 break
             except pools.PoolClosed:
+                attempt += 1
                 # Another thread closed the store (`close`, as each thread of a server may):
                 # this one goes on with a new pool.
-                if attempt == CLOSED_RETRIES:
+                if attempt > CLOSED_RETRIES:
                     raise StoreError(f"{self.name}: closed while in use") from None
             except pools.PoolTimeout:
                 # No connection within the timeout: say why when the server is down.

@@ -10,9 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from starlette.testclient import TestClient
+
+import annotate
+from annotate.pgdb import POOL_MAX
+from annotate.web import create_app
+
 from .pgcluster import PgCluster
 
 ROOT = Path(__file__).resolve().parent.parent
+API = "/__annotate/api"
+TOKEN = "t" * 32
 
 # Run in its own mount namespace: a cluster whose store's tables live on a 1 MB tmpfs.
 DISK_FULL = r"""
@@ -89,3 +97,29 @@ def test_a_full_disk_leaves_no_connection_broken(tmp_path: Path) -> None:
     # Before the fix: hundreds of `prepared statement "_pg3_N" does not exist` here.
     assert (out["after"], out["after_count"]) == ([], 0)
     assert out["written_after"] == 300 and out["lost"] == 0
+
+
+def test_a_restarted_server_costs_no_request(tmp_path: Path) -> None:
+    # Its own cluster: the session's stays up for the other tests.
+    cluster = PgCluster()
+    try:
+        (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+        store = annotate.open(tmp_path, db=cluster.new_schema())
+        store.keep_open()  # a server's pool: every connection open and idle
+        client = TestClient(create_app(store, token=TOKEN), base_url="http://127.0.0.1:8000")
+        sent = {"X-Annotate-Token": TOKEN}
+        made = client.post(f"{API}/page-notes", json={"pageUrl": "/p/", "note": "n"}, headers=sent)
+        assert made.status_code == 201
+        cluster.restart()
+        # Before the fix: the pool's ten connections, closed by the restart, each failed the
+        # request that drew it with 503 store_unreachable.
+        answers = [client.get(f"{API}/page-notes", headers=sent) for _ in range(2 * POOL_MAX)]
+        assert [r.status_code for r in answers] == [200] * (2 * POOL_MAX)
+        assert all([n["id"] for n in r.json()["pageNotes"]] == [made.json()["id"]] for r in answers)
+        written = client.post(
+            f"{API}/page-notes", json={"pageUrl": "/p/", "note": "m"}, headers=sent
+        )
+        assert written.status_code == 201
+        store.close()
+    finally:
+        cluster.stop()
