@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from . import schema
 from .dbfile import BUSY_TIMEOUT_S, now
@@ -46,6 +46,7 @@ from .errors import (
     StoreFullError,
     StoreReadOnlyError,
     StoreUnreachableError,
+    ValidationError,
 )
 
 __all__ = ["CHANNEL", "PgDb", "is_url", "postgres_sql", "redact"]
@@ -68,18 +69,46 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.startswith(SCHEMES)
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username}:***@{host}" if parts.username else f"***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+# What libpq reads as a password, in a URL's query or a `key=value` conninfo string.
+SECRET_KEYS = frozenset({"password", "sslpassword"})
+_URL_IN_TEXT = re.compile(r"(postgres(?:ql)?://[^\s'\"<>]*)", re.IGNORECASE)
+# `password=value`, `sslpassword = 'quoted \' value'` (conninfo quoting: '…' with \' and \\).
+_CONNINFO_SECRET = re.compile(
+    r"\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)", re.IGNORECASE
+)
+_NETLOC = re.compile(r"([^/?#]*)(.*)", re.DOTALL)
+
+
+def _redact_url(url: str) -> str:
+    scheme, rest = url.split("://", 1)
+    netloc, tail = _NETLOC.match(rest).groups()  # type: ignore[union-attr]  # always matches
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{hosts}" if user else f"***@{hosts}"
+    path, question, query = tail.partition("?")
+    if question:
+        pairs = []
+        for pair in query.split("&"):
+            key = pair.partition("=")[0]
+            # libpq decodes %XX in keys too: `pass%77ord=` is a password.
+            pairs.append(f"{key}=***" if unquote(key).strip().lower() in SECRET_KEYS else pair)
+        query = "&".join(pairs)
+    return f"{scheme}://{netloc}{path}{question}{query}"
+
+
+def redact(text: str) -> str:
+    """`text` without any password libpq would read in it: a URL's `user:password@`, its
+    `?password=` / `?sslpassword=` (keys percent-encoded or not), and `password=…` in conninfo
+    `key=value` strings (quoted values too), wherever they appear in `text` (for messages and
+    logs)."""
+    pieces = _URL_IN_TEXT.split(text)
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            pieces[i] = _redact_url(piece)
+        else:
+            pieces[i] = _CONNINFO_SECRET.sub(r"\1\2***", piece)
+    return "".join(pieces)
 
 
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
@@ -126,6 +155,10 @@ def _row_class(names: tuple[str, ...]) -> type[Row]:
 def _params(params: Any) -> Any:
     if isinstance(params, dict):
         return params
+    for p in params or ():
+        # PostgreSQL's text takes no NUL (SQLite's does): bad input, not a database failure.
+        if isinstance(p, str) and "\x00" in p:
+            raise ValidationError("Text must not contain NUL characters")
     # Booleans are stored as 0/1 on both backends (annotate/schema.py).
     return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
 
@@ -388,6 +421,21 @@ def _rollback(raw: Any) -> None:
         raw.execute("ROLLBACK", prepare=False)
 
 
+# What a remote client (HTTP, MCP over HTTP) is told of a database error: never the database's
+# address, user or server messages (issue #32); the log and the CLI get the whole message.
+PUBLIC = {
+    StoreUnreachableError: "The store's database cannot be reached; try again later",
+    StoreBusyError: "The store's database is busy; try again",
+    StoreFullError: "The store's database cannot be written: no space left on its disk",
+    StoreReadOnlyError: "The store's database refuses writes (read-only)",
+}
+
+
+def _public(error: AnnotateError) -> AnnotateError:
+    error.public = PUBLIC.get(type(error), "The store's database failed; see the server's log")
+    return error
+
+
 def _stale(raw: Any) -> bool:
     """Whether the server closed this idle connection: it then has its goodbye (an error, the
     end of the stream) waiting to be read, where a live idle connection has nothing. A poll of
@@ -507,11 +555,11 @@ class PgDb:
                 # Another thread closed the store (`close`, as each thread of a server may):
                 # this one goes on with a new pool.
                 if attempt > CLOSED_RETRIES:
-                    raise StoreError(f"{self.name}: closed while in use") from None
+                    raise _public(StoreError(f"{self.name}: closed while in use")) from None
             except pools.PoolTimeout:
                 # No connection within the timeout: say why when the server is down.
                 self._connect().close()
-                raise StoreBusyError(self.name) from None
+                raise _public(StoreBusyError(self.name)) from None
         try:
             yield Connection(raw, self._translate)
         finally:
@@ -598,10 +646,13 @@ class PgDb:
 
     def _translate(self, error: BaseException) -> AnnotateError:
         """The library error for a PostgreSQL error, naming the database without its password."""
+        return _public(self._translated(error))
+
+    def _translated(self, error: BaseException) -> AnnotateError:
         psycopg = _psycopg()
         state = getattr(error, "sqlstate", None) or ""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        text = text.replace(self.url, self.name)
+        text = redact(text.replace(self.url, self.name))
         if isinstance(error, psycopg.OperationalError) and not state:
             return StoreUnreachableError(self.name, text)
         if state.startswith("08") or state in ("57P01", "57P02", "57P03", "3D000", "28P01"):
@@ -704,7 +755,9 @@ class PgDb:
                         for _ in conn.notifies(timeout=0.5, stop_after=1):
                             self._wake()
             except psycopg.Error as e:
-                log.warning("%s: listening for changes failed (%s); polling", self.name, e)
+                log.warning(
+                    "%s: listening for changes failed (%s); polling", self.name, redact(str(e))
+                )
                 self._closed.wait(1.0)
 
     def _wake(self) -> None:

@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 
 import annotate
-from annotate.pgdb import POOL_MAX
+from annotate.pgdb import POOL_MAX, redact
 from annotate.web import create_app
+from annotate.web.team import Settings
 
 from .pgcluster import PgCluster
 
@@ -123,3 +125,89 @@ def test_a_restarted_server_costs_no_request(tmp_path: Path) -> None:
         store.close()
     finally:
         cluster.stop()
+
+
+def test_team_mode_answers_503_while_postgresql_is_down(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = PgCluster()
+    try:
+        # A password in the query, as libpq takes it (trust auth ignores it).
+        url = cluster.new_schema() + "&password=hunter2&sslpassword=hunter3"
+        (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "index.html").write_text("<p>page</p>")
+        # Each request waits this long for a connection before saying the server is down.
+        store = annotate.Store(url, project_dir=tmp_path, busy_timeout=1.0)
+        token = store.add_token("ada", "reviewer")
+        app = create_app(store, site_dir=tmp_path / "site", team=Settings(identity_header=None))
+        client = TestClient(app, base_url="http://127.0.0.1:8000")
+        bearer = {"Authorization": f"Bearer {token}"}
+        assert client.get(f"{API}/annotations", headers=bearer).status_code == 200
+        cluster.stop()
+        caplog.clear()
+        # Before the fix: 500 internal for the API and for pages, a traceback in the log.
+        for path in (f"{API}/annotations", "/index.html", f"{API}/summary"):
+            r = client.get(path, headers=bearer)
+            assert (r.status_code, r.json()) == (503, UNREACHABLE), path
+        assert not any(rec.exc_info for rec in caplog.records)
+        logged = caplog.text
+        assert "cannot be reached" in logged and "hunter" not in logged
+        store.close()
+    finally:
+        cluster.stop()
+
+
+UNREACHABLE = {
+    "error": "The store's database cannot be reached; try again later",
+    "code": "store_unreachable",
+}
+
+
+def test_api_clients_get_no_connection_details(tmp_path: Path) -> None:
+    cluster = PgCluster()
+    try:
+        url = cluster.new_schema() + "&password=hunter2"
+        (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+        store = annotate.Store(url, project_dir=tmp_path, busy_timeout=1.0)
+        client = TestClient(create_app(store, token=TOKEN), base_url="http://127.0.0.1:8000")
+        cluster.stop()
+        r = client.get(f"{API}/annotations", headers={"X-Annotate-Token": TOKEN})
+        # Before the fix: the URL with its ?password=, host and port, and libpq's message.
+        assert (r.status_code, r.json()) == (503, UNREACHABLE)
+        with pytest.raises(annotate.StoreError) as caught:
+            store.list_annotations()
+        # The library (the CLI, the log) still says which database, without the password.
+        assert "hunter2" not in str(caught.value) and str(cluster.port) in str(caught.value)
+        store.close()
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ("postgresql://u:pw@h:5/d?x=1", "postgresql://u:***@h:5/d?x=1"),
+        ("postgres://:pw@[::1]/d", "postgres://***@[::1]/d"),
+        ("postgresql://u@h/d?password=pw&sslmode=require", "postgresql://u@h/d?password=***&sslmode=require"),
+        ("postgresql://h/d?sslpassword=pw", "postgresql://h/d?sslpassword=***"),
+        ("postgresql://h/d?pass%77ord=pw", "postgresql://h/d?pass%77ord=***"),
+        ("postgresql://h?PASSWORD=pw", "postgresql://h?PASSWORD=***"),
+        ("postgresql://u:pw@h1:1,h2:2/d", "postgresql://u:***@h1:1,h2:2/d"),
+        ("host=h password=pw dbname=d", "host=h password=*** dbname=d"),
+        ("host=h sslpassword = 'p w\\' d' dbname=d", "host=h sslpassword = *** dbname=d"),
+        ("failed: postgresql://u:pw@h/d?password=pw (x)", "failed: postgresql://u:***@h/d?password=*** (x)"),
+    ],
+)  # fmt: skip
+def test_every_form_of_password_libpq_reads_is_redacted(given: str, shown: str) -> None:
+    assert redact(given) == shown
+
+
+def test_a_nul_in_a_filter_is_bad_input_not_a_database_failure(tmp_path: Path, pg_url: str) -> None:
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+    store = annotate.open(tmp_path, db=pg_url)
+    # Before the fix: StoreError (500) naming the database; PostgreSQL's text holds no NUL.
+    with pytest.raises(annotate.ValidationError, match="NUL"):
+        store.list_annotations(branch="\x00")
+    assert store.list_annotations(branch="main") == []
+    store.close()

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -118,6 +118,7 @@ def identify(settings: Settings, store: Store) -> Identify:
         header=settings.identity_header,
         trusted=settings.trusted_proxies,
         maintainers=settings.maintainers,
+        secure=settings.secure,
     )
 
 
@@ -132,10 +133,14 @@ def has_identity_source(settings: Settings, store: Store) -> bool:
 
 
 def _next(value: str | None) -> str:
-    """Where to go after signing in: a path of this server, never another site."""
+    """Where to go after signing in: a path of this server, never another site. Control
+    characters are refused: browsers drop tab, CR and LF from a URL, so `/\t/evil.example/`
+    would become `//evil.example/` (issue #32). What is left is percent-encoded (ASCII only)."""
     if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
         return "/"
-    return value
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        return "/"
+    return quote(value, safe="/?&=#%:@!$'()*+,;~")
 
 
 def _page(message: str, person: Person | None, next_url: str, status: int = 200) -> Response:
