@@ -19,7 +19,8 @@ import annotate
 from annotate.errors import Unauthorized
 from annotate.web import create_app
 from annotate.web.security import Identify
-from annotate.web.team import Settings
+from annotate.web.team import FORWARDED_WARNING, Settings
+from annotate.web.team import app as team_factory
 
 from .conftest import text_note, write_project
 
@@ -245,3 +246,39 @@ def test_a_nul_in_any_filter_is_400(team: Team, query: str) -> None:
             400,
             {"error": f"{name} must not contain NUL characters", "code": "invalid"},
         )
+
+
+# -- item 11: the factory behind --forwarded-allow-ips '*' ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "warned"),
+    [
+        (["uvicorn", "--factory", "annotate.web.team:app", "--forwarded-allow-ips", "*"], {}, True),
+        (["uvicorn", "--forwarded-allow-ips=10.0.0.1,*"], {}, True),
+        (["gunicorn", "-k", "uvicorn.workers.UvicornWorker"], {"FORWARDED_ALLOW_IPS": "*"}, True),
+        (["uvicorn", "--forwarded-allow-ips", "*", "--no-proxy-headers"], {}, False),
+        (["uvicorn", "--forwarded-allow-ips", "10.0.0.1"], {}, False),
+        (["uvicorn", "--factory", "annotate.web.team:app"], {}, False),
+    ],
+)
+def test_the_factory_warns_when_anyone_may_claim_to_be_the_proxy(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    environ: dict[str, str],
+    warned: bool,
+) -> None:
+    (tmp_path / "p").mkdir()
+    project = write_project(tmp_path / "p", "# Install\n")
+    (tmp_path / "site").mkdir()
+    env = {
+        "ANNOTATE_SITE_DIR": str(tmp_path / "site"),
+        "ANNOTATE_PROJECT": str(project),
+        "ANNOTATE_IDENTITY_HEADER": HEADER,
+        **environ,
+    }
+    team_factory(env, argv=argv)
+    # Before the fix: nothing said; X-Forwarded-For from any client became the peer's address,
+    # the address the identity header is trusted by.
+    assert (FORWARDED_WARNING in capsys.readouterr().err) is warned
