@@ -443,6 +443,10 @@ def _stale(raw: Any) -> bool:
     if raw.closed or raw.broken:
         return True
     try:
+        if hasattr(select, "poll"):  # select() takes no descriptor past 1023
+            poll = select.poll()
+            poll.register(raw.fileno(), select.POLLIN)
+            return bool(poll.poll(0))
         readable, _, _ = select.select([raw.fileno()], [], [], 0)
     except (OSError, ValueError):
         return True
