@@ -376,3 +376,25 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
     assert exported.split("\n", 2)[2] == local_export.split("\n", 2)[2]
     assert summary == local_summary
     assert other == local_other
+
+
+async def test_revoking_an_agent_ends_its_open_wait_for_review(team: Team) -> None:
+    """Issue #32: an agent whose token is revoked while its `wait_for_review` is open takes no
+    review: the wait ends with the refusal, the review stays for a live agent."""
+    made: list[str] = []
+
+    async def revoke_then_send(progress: float, total: float | None, message: str | None) -> None:
+        # The first progress report: the wait is open on the server.
+        if not made:
+            await anyio.to_thread.run_sync(
+                cli, team.project, team.db, "token", "revoke", "ci-agent"
+            )
+            made.append(team.store.create_review({"message": "After the revocation."}).id)
+
+    async with bearer_client(team.url, team.tokens["ci-agent"]) as client:
+        result = await client.call_tool(
+            "wait_for_review", {"timeout_s": 60}, progress_callback=revoke_then_send
+        )
+    # Before the fix: the revoked agent took the review and its notes.
+    assert result.is_error and _text(result) == "Unknown or revoked token"
+    assert len(made) == 1 and team.store.get_review(made[0]).picked_up_at is None
