@@ -13,11 +13,12 @@ its intent and suggestion spelled out, its thread, then the numbered lines.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from .agents import QUESTION, asks
-from .errors import ValidationError
+from .config import site_config
+from .errors import AnnotateError, ValidationError
 from .escape import PLAIN, escape
 from .models import Annotation, PageNote
 from .pages import safe_path
@@ -40,6 +41,8 @@ __all__ = ["DEFAULT_LINES", "MAX_LINES", "Context", "get_context", "intent_line"
 
 DEFAULT_LINES = 10
 MAX_LINES = 500
+# The Markdown suffixes MkDocs reads pages from.
+MARKDOWN = frozenset({".md", ".markdown", ".mdown", ".mkdn", ".mkd"})
 # `delete`'s phrase names the address call: this text is shown by the MCP tool and the CLI alike,
 # so it names neither's form.
 _NAMES = {"address": "address it", "deleted": "deleted"}
@@ -195,13 +198,34 @@ def _field(name: str, value: str) -> list[str]:
 
 
 def _read(store: Store, relative: str) -> str | None:
-    full = safe_path(store.project_dir, relative)
+    """The text of a Markdown page of the docs folder, else None. A note's `source.path` comes
+    from the store, which a hostile team server writes for `--remote`: any other file of the
+    checkout (`.env`, `mkdocs.yml`, a key) is never read (issue #32)."""
+    full = _page_path(store.project_dir, relative)
     try:
         if full is None or not full.is_file() or full.stat().st_size > MAX_SOURCE_BYTES:
             return None
         return full.read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
         return None
+
+
+def _page_path(project: Path, relative: str) -> Path | None:
+    """`project / relative` when it is (symlinks resolved) a Markdown file inside the docs
+    folder with no dot-file or dot-folder on its way; else None."""
+    full = safe_path(project, relative)
+    if full is None or full.suffix.lower() not in MARKDOWN:
+        return None
+    try:
+        docs = safe_path(project, site_config(project).docs_dir)
+    except AnnotateError:  # no readable site config: no docs folder to read from
+        return None
+    if docs is None or not full.is_relative_to(docs):
+        return None
+    inside = (*PurePosixPath(relative).parts, *full.relative_to(docs).parts)
+    if any(part.startswith(".") for part in inside):
+        return None
+    return full
 
 
 def _caution(item: Annotation | PageNote) -> str | None:

@@ -50,6 +50,9 @@ class AnnotateError(Exception):
         message = message.encode("utf-8", "backslashreplace").decode("utf-8")
         super().__init__(message)
         self.message = message
+        # What a remote client is told (HTTP, MCP over HTTP): the message, except for a database
+        # error on PostgreSQL, whose address stays in the log (annotate/pgdb.py `_public`).
+        self.public = message
 
     def __str__(self) -> str:
         return self.message

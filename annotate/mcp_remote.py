@@ -40,7 +40,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -86,6 +86,9 @@ REVIEWS = frozenset({"wait_for_review", "get_review"})
 ASK_SELECTIONS = cast(RequestParamsMeta, {SELECTIONS: True})
 # Seconds a call may take beyond what it asks for (wait_for_review's `timeout_s`).
 CALL_TIMEOUT_S = 60.0
+# The largest answer read from the team server (a list of 10,000 notes is about 20 MB).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+TOKEN_FILE_MAX = 64 * 1024
 
 
 class RemoteError(Exception):
@@ -270,14 +273,16 @@ def endpoint(url: str) -> str:
     """The MCP endpoint of a team server's base URL (or the endpoint itself); RemoteError when
     `url` is no http(s) URL."""
     parts = urlsplit(url.strip())
+    # The URL as shown in a message: never a password given in it (issue #32).
+    shown = _hide_userinfo(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise RemoteError(
-            f"--remote {url!r} is not a server URL: give the team server's base URL, e.g. "
+            f"--remote {shown!r} is not a server URL: give the team server's base URL, e.g. "
             "https://review.example.com/"
         )
     if parts.username or parts.password or parts.query or parts.fragment:
         raise RemoteError(
-            f"--remote {url!r}: give the base URL without user, query or fragment (the token "
+            f"--remote {shown!r}: give the base URL without user, query or fragment (the token "
             "comes from --token-file)"
         )
     path = parts.path.rstrip("/")
@@ -286,16 +291,36 @@ def endpoint(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+def _hide_userinfo(url: str) -> str:
+    """`url` with whatever stands before an `@` of its authority replaced by `***`."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, tail = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{tail}"
+
+
 def read_token_file(path: str | os.PathLike[str]) -> str:
     """The bearer token in file `path` (its first line); RemoteError when it is missing, empty,
-    or readable by other users (a token is a password: the file must be 0600, as ssh asks of a
-    key)."""
+    not a regular file (a FIFO would block the call forever), or readable by other users (a token
+    is a password: the file must be 0600, as ssh asks of a key)."""
     file = Path(path)
     try:
-        st = file.stat()
-        text = file.read_text(encoding="utf-8", errors="replace")
+        # Non-blocking open, then a look at what was opened: a FIFO or a device is refused
+        # before any read (issue #32); only the first TOKEN_FILE_MAX bytes are read.
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise RemoteError(f"The token file {file} is not a regular file")
+            data = os.read(fd, TOKEN_FILE_MAX)
+        finally:
+            os.close(fd)
     except OSError as e:
         raise RemoteError(f"Cannot read the token file {file}: {e.strerror or e}") from None
+    text = data.decode("utf-8", errors="replace")
     if os.name == "posix" and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise RemoteError(
             f"The token file {file} is readable by other users (mode "
@@ -305,6 +330,45 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
     if not token:
         raise RemoteError(f"The token file {file} is empty")
     return token
+
+
+class AnswerTooLarge(httpx2.ReadError):
+    """The team server's answer went over MAX_ANSWER_BYTES."""
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self.inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self.inner:
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise AnswerTooLarge(
+                    f"an answer larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _Capped(httpx2.AsyncBaseTransport):
+    """A transport whose answers' bodies stop at MAX_ANSWER_BYTES (`AnswerTooLarge`)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        stream = response.stream
+        assert isinstance(stream, httpx2.AsyncByteStream)
+        response.stream = _CappedStream(stream)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _leaves(error: BaseException) -> Iterable[BaseException]:
@@ -350,7 +414,13 @@ class Remote:
 
     def _client(self) -> httpx2.AsyncClient:
         if self._http is None:
-            self._http = create_mcp_http_client()
+            # The SDK's client (`create_mcp_http_client`: its timeouts), every answer read with
+            # a size limit: a hostile or broken server could otherwise fill the agent's memory
+            # (200 MB took 1.3 GB, issue #32).
+            self._http = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+                transport=_Capped(httpx2.AsyncHTTPTransport()),
+            )
         # Read on every call: a token replaced in the file is used at once.
         self._http.headers["Authorization"] = f"Bearer {read_token_file(self.token_file)}"
         return self._http
@@ -392,7 +462,12 @@ class Remote:
         except RemoteError:
             raise
         except Exception as e:
-            reason = await self._diagnose(target, e)
+            large = [leaf for leaf in _leaves(e) if isinstance(leaf, AnswerTooLarge)]
+            reason = (
+                f"The team server at {self.url} sent {large[0]}: not read further"
+                if large
+                else await self._diagnose(target, e)
+            )
             if reason is None and isinstance(e, MCPError):
                 raise  # the server's own answer (a prompt's error): the connection is fine
             if self._drop is not None:

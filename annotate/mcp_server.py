@@ -59,6 +59,7 @@ from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
 from .mcp_http import PARSE_ERROR, strict_problem
+from .mcp_http import bearer as _bearer
 from .mcp_http import person as _person
 from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
@@ -208,7 +209,8 @@ def build_server(
         try:
             out = fn(stores.get())
         except AnnotateError as e:
-            return _result(str(e), error=True)
+            # `public`: a PostgreSQL store's address stays in the log (issue #32).
+            return _result(e.public, error=True)
         return out if raw else _result(out if text else dump(out))
 
     def tool(description: str, annotations: ToolAnnotations = WRITE) -> Callable[[Any], Any]:
@@ -356,7 +358,12 @@ def build_server(
     ) -> CallToolResult:
         stop = threading.Event()
         claim = functools.partial(
-            call, lambda s: _review(s.wait_for_review(timeout_s, stop=stop), timeout_s)
+            call,
+            # The caller's token is checked at each poll and in the claim: revoking it ends the
+            # wait (issue #32).
+            lambda s: _review(
+                s.wait_for_review(timeout_s, stop=stop, token=_bearer(ctx)), timeout_s
+            ),
         )
         result: list[CallToolResult] = []
 

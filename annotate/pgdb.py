@@ -27,12 +27,13 @@ import functools
 import logging
 import os
 import re
+import select
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from . import schema
 from .dbfile import BUSY_TIMEOUT_S, now
@@ -45,6 +46,7 @@ from .errors import (
     StoreFullError,
     StoreReadOnlyError,
     StoreUnreachableError,
+    ValidationError,
 )
 
 __all__ = ["CHANNEL", "PgDb", "is_url", "postgres_sql", "redact"]
@@ -70,18 +72,46 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.startswith(SCHEMES)
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username}:***@{host}" if parts.username else f"***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+# What libpq reads as a password, in a URL's query or a `key=value` conninfo string.
+SECRET_KEYS = frozenset({"password", "sslpassword"})
+_URL_IN_TEXT = re.compile(r"(postgres(?:ql)?://[^\s'\"<>]*)", re.IGNORECASE)
+# `password=value`, `sslpassword = 'quoted \' value'` (conninfo quoting: '…' with \' and \\).
+_CONNINFO_SECRET = re.compile(
+    r"\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)", re.IGNORECASE
+)
+_NETLOC = re.compile(r"([^/?#]*)(.*)", re.DOTALL)
+
+
+def _redact_url(url: str) -> str:
+    scheme, rest = url.split("://", 1)
+    netloc, tail = _NETLOC.match(rest).groups()  # type: ignore[union-attr]  # always matches
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{hosts}" if user else f"***@{hosts}"
+    path, question, query = tail.partition("?")
+    if question:
+        pairs = []
+        for pair in query.split("&"):
+            key = pair.partition("=")[0]
+            # libpq decodes %XX in keys too: `pass%77ord=` is a password.
+            pairs.append(f"{key}=***" if unquote(key).strip().lower() in SECRET_KEYS else pair)
+        query = "&".join(pairs)
+    return f"{scheme}://{netloc}{path}{question}{query}"
+
+
+def redact(text: str) -> str:
+    """`text` without any password libpq would read in it: a URL's `user:password@`, its
+    `?password=` / `?sslpassword=` (keys percent-encoded or not), and `password=…` in conninfo
+    `key=value` strings (quoted values too), wherever they appear in `text` (for messages and
+    logs)."""
+    pieces = _URL_IN_TEXT.split(text)
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            pieces[i] = _redact_url(piece)
+        else:
+            pieces[i] = _CONNINFO_SECRET.sub(r"\1\2***", piece)
+    return "".join(pieces)
 
 
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
@@ -128,6 +158,10 @@ def _row_class(names: tuple[str, ...]) -> type[Row]:
 def _params(params: Any) -> Any:
     if isinstance(params, dict):
         return params
+    for p in params or ():
+        # PostgreSQL's text takes no NUL (SQLite's does): bad input, not a database failure.
+        if isinstance(p, str) and "\x00" in p:
+            raise ValidationError("Text must not contain NUL characters")
     # Booleans are stored as 0/1 on both backends (annotate/schema.py).
     return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
 
@@ -232,6 +266,10 @@ class Connection:
         self.sent = False  # something of this transaction reached the server
         # The error of the statement of this transaction that failed (raised already).
         self.failure: AnnotateError | None = None
+        # A statement failed inside a pipeline: psycopg's cache of prepared statements may name
+        # some the server skipped (a disk full left writes failing with "prepared statement
+        # _pg3_N does not exist" until a restart, issue #32): the connection must not serve again.
+        self.spoiled = False
 
     def cursor(self) -> Cursor:
         return Cursor(self._raw.cursor(), self)
@@ -256,6 +294,7 @@ class Connection:
         self._opening = len(statements)
         self.sent = False
         self.failure = None
+        self.spoiled = False
 
     @property
     def unsent(self) -> bool:
@@ -302,6 +341,7 @@ class Connection:
         except psycopg.Error as e:
             first = first or e  # after the first error, only the skipped ones
         if first is not None:
+            self.spoiled = len(batch) > 1
             raise self.fail(first) from None
         for raw, (cursor, _, _) in zip(raws, batch, strict=True):
             if cursor is not None:
@@ -381,7 +421,39 @@ def _psycopg() -> Any:
 def _rollback(raw: Any) -> None:
     """Roll back, saying nothing when that fails too: the error worth reporting came first."""
     with contextlib.suppress(_psycopg().Error):
-        raw.execute("ROLLBACK")
+        raw.execute("ROLLBACK", prepare=False)
+
+
+# What a remote client (HTTP, MCP over HTTP) is told of a database error: never the database's
+# address, user or server messages (issue #32); the log and the CLI get the whole message.
+PUBLIC = {
+    StoreUnreachableError: "The store's database cannot be reached; try again later",
+    StoreBusyError: "The store's database is busy; try again",
+    StoreFullError: "The store's database cannot be written: no space left on its disk",
+    StoreReadOnlyError: "The store's database refuses writes (read-only)",
+}
+
+
+def _public(error: AnnotateError) -> AnnotateError:
+    error.public = PUBLIC.get(type(error), "The store's database failed; see the server's log")
+    return error
+
+
+def _stale(raw: Any) -> bool:
+    """Whether the server closed this idle connection: it then has its goodbye (an error, the
+    end of the stream) waiting to be read, where a live idle connection has nothing. A poll of
+    the socket, no round trip."""
+    if raw.closed or raw.broken:
+        return True
+    try:
+        if hasattr(select, "poll"):  # select() takes no descriptor past 1023
+            poll = select.poll()
+            poll.register(raw.fileno(), select.POLLIN)
+            return bool(poll.poll(0))
+        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _pool_module() -> Any:
@@ -472,20 +544,29 @@ class PgDb:
     @contextlib.contextmanager
     def _borrow(self) -> Iterator[Connection]:
         pools = _pool_module()
-        for attempt in range(CLOSED_RETRIES + 1):
+        attempt = stale = 0
+        while True:
             pool = self._pool_now()
             try:
                 raw = pool.getconn()
+                if stale <= POOL_MAX and _stale(raw):
+                    # The server closed it while it sat in the pool (a restart): replaced now
+                    # rather than failing the request that drew it (issue #32).
+                    stale += 1
+                    raw.close()
+                    pool.putconn(raw)
+                    continue
                 break
             except pools.PoolClosed:
+                attempt += 1
                 # Another thread closed the store (`close`, as each thread of a server may):
                 # this one goes on with a new pool.
-                if attempt == CLOSED_RETRIES:
-                    raise StoreError(f"{self.name}: closed while in use") from None
+                if attempt > CLOSED_RETRIES:
+                    raise _public(StoreError(f"{self.name}: closed while in use")) from None
             except pools.PoolTimeout:
                 # No connection within the timeout: say why when the server is down.
                 self._connect().close()
-                raise StoreBusyError(self.name) from None
+                raise _public(StoreBusyError(self.name)) from None
         try:
             yield Connection(raw, self._translate)
         finally:
@@ -559,7 +640,7 @@ class PgDb:
                 return
             if conn.sent:
                 _rollback(raw)
-                if raw.info.transaction_status != 0:
+                if conn.spoiled or raw.info.transaction_status != 0:
                     raw.close()  # in no state to serve again: the pool replaces it
             raise failure
 
@@ -572,10 +653,13 @@ class PgDb:
 
     def _translate(self, error: BaseException) -> AnnotateError:
         """The library error for a PostgreSQL error, naming the database without its password."""
+        return _public(self._translated(error))
+
+    def _translated(self, error: BaseException) -> AnnotateError:
         psycopg = _psycopg()
         state = getattr(error, "sqlstate", None) or ""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        text = text.replace(self.url, self.name)
+        text = redact(text.replace(self.url, self.name))
         if isinstance(error, psycopg.OperationalError) and not state:
             return StoreUnreachableError(self.name, text)
         if state.startswith("08") or state in ("57P01", "57P02", "57P03", "3D000", "28P01"):
@@ -678,7 +762,9 @@ class PgDb:
                         for _ in conn.notifies(timeout=0.5, stop_after=1):
                             self._wake()
             except psycopg.Error as e:
-                log.warning("%s: listening for changes failed (%s); polling", self.name, e)
+                log.warning(
+                    "%s: listening for changes failed (%s); polling", self.name, redact(str(e))
+                )
                 self._closed.wait(1.0)
 
     def _wake(self) -> None:

@@ -45,6 +45,7 @@ from .errors import (
     ReviewNotFound,
     ShowNotFound,
     StoreReadOnlyError,
+    Unauthorized,
     ValidationError,
 )
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
@@ -1309,9 +1310,12 @@ class Store:
             ids = [r[0] for r in conn.execute(sql + " ORDER BY rowid")]
             return [self._review(conn, i) for i in ids]
 
-    def claim_review(self) -> Review | None:
-        """The oldest review no agent has picked up yet, now marked as picked up; else None."""
+    def claim_review(self, *, token: str | None = None) -> Review | None:
+        """The oldest review no agent has picked up yet, now marked as picked up; else None.
+        `token`: the caller's personal token, checked in the same transaction (`Unauthorized`
+        once revoked: a revoked agent takes no review, issue #32)."""
         with self._tx(write=True) as conn:
+            _check_live(conn, token)
             row = conn.execute(
                 "SELECT id FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL "
                 "ORDER BY rowid LIMIT 1"
@@ -1686,10 +1690,17 @@ class Store:
     # -- the agent's side (issue #7) ----------------------------------------------------------
 
     def wait_for_review(
-        self, timeout_s: float = 50.0, *, poll_s: float = 0.25, stop: threading.Event | None = None
+        self,
+        timeout_s: float = 50.0,
+        *,
+        poll_s: float = 0.25,
+        stop: threading.Event | None = None,
+        token: str | None = None,
     ) -> Review | None:
         """Claim the oldest review no agent has picked up, waiting up to `timeout_s` seconds for
         one ("Send to agent", from any process); None when none came or `stop` was set.
+        `token`: the caller's personal token, checked at each poll and in the claim
+        (`Unauthorized` as soon as it is revoked).
 
         Polls a one-row read every `poll_s`, at once when another server on the same PostgreSQL
         database notifies a change (`subscribe`); only a review found takes the write lock.
@@ -1699,20 +1710,26 @@ class Store:
         woken = threading.Event()
         unsubscribe = self.subscribe(woken.set)
         try:
-            return self._wait_for_review(deadline, poll_s, stop, woken)
+            return self._wait_for_review(deadline, poll_s, stop, woken, token)
         finally:
             unsubscribe()
 
     def _wait_for_review(
-        self, deadline: float, poll_s: float, stop: threading.Event, woken: threading.Event
+        self,
+        deadline: float,
+        poll_s: float,
+        stop: threading.Event,
+        woken: threading.Event,
+        token: str | None,
     ) -> Review | None:
         while not stop.is_set():
             woken.clear()
             with self._tx(write=False) as conn:
+                _check_live(conn, token)
                 pending = conn.execute(
                     "SELECT 1 FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL LIMIT 1"
                 ).fetchone()
-            review = self.claim_review() if pending else None
+            review = self.claim_review(token=token) if pending else None
             left = deadline - time.monotonic()
             if review is not None or left <= 0:
                 return review
@@ -1721,6 +1738,17 @@ class Store:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+def _check_live(conn: sqlite3.Connection, token: str | None) -> None:
+    """`Unauthorized` unless `token` (when given) is a live personal token."""
+    if token is None:
+        return
+    row = conn.execute(
+        "SELECT 1 FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (hash_token(token),)
+    ).fetchone()
+    if row is None:
+        raise Unauthorized("Unknown or revoked token")
 
 
 def _query(conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:

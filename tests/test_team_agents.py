@@ -376,3 +376,53 @@ async def test_remote_answers_locate_every_note_in_the_checkout(team: Team, tmp_
     assert exported.split("\n", 2)[2] == local_export.split("\n", 2)[2]
     assert summary == local_summary
     assert other == local_other
+
+
+async def test_revoking_an_agent_ends_its_open_wait_for_review(team: Team) -> None:
+    """Issue #32: an agent whose token is revoked while its `wait_for_review` is open takes no
+    review: the wait ends with the refusal, the review stays for a live agent."""
+    made: list[str] = []
+
+    async def revoke_then_send(progress: float, total: float | None, message: str | None) -> None:
+        # The first progress report: the wait is open on the server.
+        if not made:
+            await anyio.to_thread.run_sync(
+                cli, team.project, team.db, "token", "revoke", "ci-agent"
+            )
+            made.append(team.store.create_review({"message": "After the revocation."}).id)
+
+    async with bearer_client(team.url, team.tokens["ci-agent"]) as client:
+        result = await client.call_tool(
+            "wait_for_review", {"timeout_s": 60}, progress_callback=revoke_then_send
+        )
+    # Before the fix: the revoked agent took the review and its notes.
+    assert result.is_error and _text(result) == "Unknown or revoked token"
+    assert len(made) == 1 and team.store.get_review(made[0]).picked_up_at is None
+
+
+async def test_the_chat_views_open_change_feed_poll_ends_at_revocation(team: Team) -> None:
+    """Issue #32: the view's change feed waits inside a `chat_api` call; revoking the token
+    meanwhile gets its answer refused (401), not the change made after the revocation."""
+    headers = {"Authorization": f"Bearer {team.tokens['ci-agent']}"}
+    cursor = team.store.changes(0)[1]
+
+    async def revoke_then_write() -> None:
+        await anyio.sleep(1.5)  # the poll is open by then (it waits up to 8 s for a change)
+        await anyio.to_thread.run_sync(cli, team.project, team.db, "token", "revoke", "ci-agent")
+        team.store.add_page_note({"pageUrl": "/guide/install/", "note": "After the revocation."})
+
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(f"{team.url}__annotate/mcp", http_client=http)
+        async with Client(transport, read_timeout_seconds=30, extensions=APPS) as client:
+            await client.list_tools()  # now: the client checks answers against them, and after
+            # the revocation it may not list them any more
+            args = {"method": "GET", "path": f"changes?since={cursor}&timeout=8"}
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(revoke_then_write)
+                result = await client.call_tool("chat_api", args)
+    # Before the fix: 200 with the new page note's event.
+    assert not result.is_error, _text(result)
+    assert result.structured_content == {
+        "status": 401,
+        "body": {"error": "Unknown or revoked token", "code": "unauthorized"},
+    }

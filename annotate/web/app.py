@@ -691,7 +691,7 @@ def create_app(
         assert isinstance(exc, AnnotateError)
         if exc.http_status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, exc)
-        return error_response(exc.http_status, exc.code, exc.message)
+        return error_response(exc.http_status, exc.code, exc.public)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HttpError)

@@ -25,22 +25,25 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import ValidationError
+from ..errors import AnnotateError, ValidationError
 from ..identity import Person, person_name
 from .responses import (
     FORBIDDEN,
     FORBIDDEN_HOST,
     FORBIDDEN_ORIGIN,
     INTERNAL,
+    INVALID,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     READ_ONLY,
@@ -92,6 +95,9 @@ PUBLIC_PATHS = frozenset(
 )
 PUBLIC_PREFIX = "/__annotate/overlay/"
 DEFAULT_PROXIES = ("127.0.0.1", "::1")
+# A read answering this long after it was let in identifies its caller again (`Guard._recheck`).
+RECHECK_AFTER_S = 1.0
+REVOKED = "Unknown or revoked token"
 
 
 def host_name(value: str) -> str | None:
@@ -171,11 +177,15 @@ class Identify:
         header: str | None = None,
         trusted: Iterable[str] = DEFAULT_PROXIES,
         maintainers: Iterable[str] = (),
+        secure: bool = False,
     ) -> None:
+        """`secure`: browsers reach the server over https (an https `--public-url`), where only
+        the `__Host-` cookie counts."""
         self.verify = verify
         self.header = header.strip() if header else None
         self.trusted = tuple(trusted_network(a) for a in trusted)
-        self.maintainers = frozenset(maintainers)
+        self.maintainers = frozenset(unicodedata.normalize("NFC", m) for m in maintainers)
+        self.secure = secure
 
     def trusted_peer(self, scope: Scope) -> bool:
         client = scope.get("client")
@@ -205,13 +215,9 @@ class Identify:
     async def __call__(self, scope: Scope, headers: Headers) -> Person | tuple[Any, ...] | None:
         """The person, a refusal (401), or None when the request names nobody."""
         if self.header and self.header in headers:
-            value = headers[self.header]
-            if value.strip():
-                try:
-                    name = person_name(value, self.header)
-                except ValidationError as e:
-                    return (401, UNAUTHORIZED, e.message)
-                return Person(name, "maintainer" if name in self.maintainers else "reviewer")
+            found = self._from_header(headers.getlist(self.header))
+            if found is not None:
+                return found
         sent = headers.get("authorization")
         if sent is not None:
             scheme, _, token = sent.strip().partition(" ")
@@ -220,13 +226,40 @@ class Identify:
             found = await run_in_threadpool(self.verify, token.strip())
             if found is None:
                 # Never the token itself: error answers end up in logs.
-                return (401, UNAUTHORIZED, "Unknown or revoked token")
+                return (401, UNAUTHORIZED, REVOKED)
             return found
         cookies = cookie_parser(headers.get("cookie", ""))
-        for name in COOKIES:
+        # Over https only the `__Host-` cookie: the plain one can be set by a sibling subdomain
+        # or a plain-http page of this host, which would sign the browser in as someone else.
+        https = self.secure or scope.get("scheme") in ("https", "wss")
+        for name in COOKIES[:1] if https else COOKIES:
             if cookies.get(name):
                 return await run_in_threadpool(self.verify, cookies[name])
         return None
+
+    def _from_header(self, values: list[str]) -> Person | tuple[Any, ...] | None:
+        """The person the identity header names, a refusal, or None when it is blank."""
+        if len(values) > 1 or any("," in v for v in values):
+            # A proxy that adds the header instead of replacing it passes the client's own
+            # beside its own: choosing either would let a client name itself (issue #32).
+            return (
+                401,
+                UNAUTHORIZED,
+                f"The {self.header} header holds more than one value: the proxy must replace "
+                "it, not add to it",
+            )
+        if not values[0].strip():
+            return None
+        try:
+            # Header bytes arrive as latin-1 text (ASGI); names are UTF-8 (`jörg@example.com`).
+            value = values[0].encode("latin-1").decode("utf-8")
+        except UnicodeDecodeError:
+            return (401, UNAUTHORIZED, f"The {self.header} header is not UTF-8")
+        try:
+            name = unicodedata.normalize("NFC", person_name(value, self.header or "header"))
+        except ValidationError as e:
+            return (401, UNAUTHORIZED, e.message)
+        return Person(name, "maintainer" if name in self.maintainers else "reviewer")
 
 
 def trusted_network(address: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
@@ -301,6 +334,9 @@ class Guard:
                 else:
                     receive = _replay(body, receive)
         if refusal is None:
+            person = scope.get("state", {}).get("person") if scope["type"] == "http" else None
+            if person is not None and scope["method"] in READ_METHODS:
+                send = self._recheck(scope, headers, send)
             await self.app(scope, receive, send)
             return
         status, code, message, *extra = refusal
@@ -312,6 +348,39 @@ class Guard:
             # The rest of the body was not read: do not keep the connection for another request.
             response.headers["Connection"] = "close"
         await response(scope, receive, send)
+
+    def _recheck(self, scope: Scope, headers: Headers, send: Send) -> Send:
+        """`send` for a read that may answer long after it was let in (a long poll of the change
+        feed, directly or through `chat_api`): the caller is identified again before an answer
+        that comes RECHECK_AFTER_S or more after the request, and a token revoked meanwhile gets
+        401 instead (issue #32). Writes are not re-checked: their answer reports what was done."""
+        assert self.identify is not None
+        identify = self.identify
+        started = time.monotonic()
+        refused = False
+
+        async def checked(message: Message) -> None:
+            nonlocal refused
+            if refused:
+                return
+            if (
+                message["type"] == "http.response.start"
+                and time.monotonic() - started >= RECHECK_AFTER_S
+            ):
+                try:
+                    found: Any = await identify(scope, headers)
+                except AnnotateError as e:
+                    found = (e.http_status, e.code, e.public)
+                if not isinstance(found, Person):
+                    refused = True
+                    status, code, text, *extra = (
+                        found if isinstance(found, tuple) else (401, UNAUTHORIZED, REVOKED)
+                    )
+                    await error_response(status, code, text, *extra)(scope, _no_body, send)
+                    return
+            await send(message)
+
+        return checked
 
     def _refuse(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
         raw_host = headers.get("host", "")
@@ -338,7 +407,13 @@ class Guard:
         refusal = self.identify.spoofed(scope, headers)
         if refusal is not None:
             return refusal
-        found = await self.identify(scope, headers)
+        try:
+            found = await self.identify(scope, headers)
+        except AnnotateError as e:
+            # The token lookup failed (PostgreSQL down: StoreUnreachableError): the answer the
+            # routes give for it, 503, rather than a 500 and a traceback for every request.
+            log.error("%s %s: %s", scope["method"], path, e)
+            return (e.http_status, e.code, e.public)
         if isinstance(found, tuple):
             return found
         if found is not None:
@@ -363,6 +438,14 @@ class Guard:
     def _refuse_api(self, scope: Scope, headers: Headers) -> tuple[Any, ...] | None:
         if headers.get("sec-fetch-site") == "cross-site":
             return (403, FORBIDDEN_ORIGIN, "Cross-site requests are not allowed")
+        query = scope.get("query_string", b"")
+        if b"%00" in query or b"\x00" in query:
+            # No filter matches a NUL, and PostgreSQL's text cannot hold one: refused alike on
+            # both backends (issue #32).
+            for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+                if "\x00" in name + value:
+                    return (400, INVALID, f"{name.strip(chr(0)) or 'a parameter'} must not "
+                            "contain NUL characters")  # fmt: skip
         if self.identify is None:
             sent = headers.get(TOKEN_HEADER)
             if sent is None:
@@ -409,6 +492,10 @@ class Guard:
                     f"Request bodies must be application/json (UTF-8), got {shown!r}",
                 )
         return None
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _has_body(headers: Headers) -> bool:

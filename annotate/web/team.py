@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -118,6 +119,7 @@ def identify(settings: Settings, store: Store) -> Identify:
         header=settings.identity_header,
         trusted=settings.trusted_proxies,
         maintainers=settings.maintainers,
+        secure=settings.secure,
     )
 
 
@@ -132,10 +134,14 @@ def has_identity_source(settings: Settings, store: Store) -> bool:
 
 
 def _next(value: str | None) -> str:
-    """Where to go after signing in: a path of this server, never another site."""
+    """Where to go after signing in: a path of this server, never another site. Control
+    characters are refused: browsers drop tab, CR and LF from a URL, so `/\t/evil.example/`
+    would become `//evil.example/` (issue #32). What is left is percent-encoded (ASCII only)."""
     if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
         return "/"
-    return value
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        return "/"
+    return quote(value, safe="/?&=#%:@!$'()*+,;~")
 
 
 def _page(message: str, person: Person | None, next_url: str, status: int = 200) -> Response:
@@ -274,11 +280,34 @@ def build(
     )
 
 
-def app(environ: Mapping[str, str] | None = None) -> Starlette:
+def forwarded_from_anyone(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """Whether the ASGI server was told to take `X-Forwarded-For` from any peer (uvicorn's and
+    gunicorn's `--forwarded-allow-ips '*'`, or `FORWARDED_ALLOW_IPS=*`) with proxy headers on."""
+    if "--no-proxy-headers" in argv:
+        return False
+    values = [environ.get("FORWARDED_ALLOW_IPS", "")]
+    for i, arg in enumerate(argv):
+        if arg == "--forwarded-allow-ips" and i + 1 < len(argv):
+            values.append(argv[i + 1])
+        elif arg.startswith("--forwarded-allow-ips="):
+            values.append(arg.partition("=")[2])
+    return any("*" in (v.strip() for v in value.split(",")) for value in values)
+
+
+FORWARDED_WARNING = (
+    "Warning: the server takes X-Forwarded-For from any client (--forwarded-allow-ips '*'): "
+    "any client can then claim a trusted proxy's address, and send the identity header as that "
+    "proxy would. Run with --no-proxy-headers (docs/team.md)"
+)
+
+
+def app(environ: Mapping[str, str] | None = None, argv: Sequence[str] | None = None) -> Starlette:
     """The ASGI app factory: `uvicorn --factory annotate.web.team:app` (settings: `ENV`).
 
     Exits with a one-line message when a setting is wrong or no identity source is configured:
-    a server other machines reach must know who is asking.
+    a server other machines reach must know who is asking. Warns on stderr when the server
+    would take `X-Forwarded-For` from anyone (`forwarded_from_anyone`; `argv`: the server's
+    command line, `sys.argv` by default).
     """
     from ..config import site_config
     from ..errors import AnnotateError
@@ -300,6 +329,8 @@ def app(environ: Mapping[str, str] | None = None) -> Starlette:
         store = open_store(root, db=db or None)
         if not has_identity_source(settings, store):
             raise ValidationError(NO_IDENTITY, "ANNOTATE_IDENTITY_HEADER")
+        if forwarded_from_anyone(sys.argv if argv is None else argv, env):
+            print(FORWARDED_WARNING, file=sys.stderr)
         return build(
             site,
             store,
