@@ -95,3 +95,12 @@ const isEditable = (t) =>
   !!t && t.nodeType === 1 && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
 const route = (x) => (x.type ? "annotations/" : "page-notes/") + x.id;
 const done = (x) => x.status === "addressed" || x.status === "resolved";
+
+// `parent`'s children become `nodes`, in order, moving only what changed place: a row that stays
+// keeps its focus and caret, and a press on one of its buttons its click.
+function patch(parent, nodes) {
+  for (const c of [...parent.children]) if (!nodes.includes(c)) c.remove();
+  nodes.forEach((node, i) => {
+    if (parent.children[i] !== node) parent.insertBefore(node, parent.children[i]);
+  });
+}

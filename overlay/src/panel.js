@@ -12,26 +12,6 @@ function setPanel(open) {
   }
 }
 
-const unresolved = (list) => list.filter((x) => x.status !== "resolved").length;
-
-function visible(list) {
-  const q = S.query.trim().toLowerCase();
-  return list.filter((x) => {
-    if (S.filter === "active" ? x.status === "resolved" : S.filter !== "all" && x.status !== S.filter) return false;
-    if (!q) return true;
-    const hay = [
-      x.note,
-      x.selectedText,
-      x.suggestion,
-      x.pageTitle,
-      x.pageUrl,
-      x.elementSelector?.description,
-      ...(x.replies || []).map((r) => r.message)
-    ];
-    return hay.join("\n").toLowerCase().includes(q);
-  });
-}
-
 function located(item) {
   if (item.pageUrl !== S.page || !S.loaded || item.status === "resolved" || item.anchorState === "removed") return true;
   if (item.type === "element") return !!findElement(item.elementSelector);
@@ -139,51 +119,6 @@ function itemView(item, here) {
   );
 }
 
-// The Markdown then and now, word by word (issue #14): [kind, text] runs, kind "" (kept),
-// "del" or "ins", as text nodes and <del>/<ins> holding text (never HTML from data).
-function wordDiff(a, b) {
-  const x = a.split(/(\s+)/);
-  const y = b.split(/(\s+)/);
-  const n = x.length;
-  const m = y.length;
-  if (n * m > MAX_DIFF) return [h("del", { text: a }), h("ins", { text: b })];
-  // L[i][j]: the longest common run of words of x[i:] and y[j:].
-  const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
-  for (let i = n; i--; )
-    for (let j = m; j--; ) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
-  // Runs: [kept] or [0, deleted, inserted]. A replaced phrase reads whole (issue #27, as in
-  // annotate/diff.py): changes only whitespace parts are one, the whitespace on both sides; two
-  // deletions (or insertions) stay apart.
-  const runs = [[""]];
-  const add = (kind, w) => {
-    const c = runs.at(-1);
-    const g = runs.at(-2);
-    const d = kind === "del" ? w : "";
-    const s = kind === "ins" ? w : "";
-    if (!kind) {
-      if (c[0] !== 0) c[0] += w;
-      else runs.push([w]);
-    } else if (c[0] === 0) {
-      c[1] += d;
-      c[2] += s;
-    } else if (g?.[0] === 0 && !c[0].trim() && (g[1] || d) && (g[2] || s)) {
-      runs.pop();
-      g[1] += c[0] + d;
-      g[2] += c[0] + s;
-    } else runs.push([0, d, s]);
-  };
-  let i = 0;
-  let j = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && x[i] === y[j]) {
-      add("", x[i++]);
-      j++;
-    } else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) add("ins", y[j++]);
-    else add("del", x[i++]);
-  }
-  return runs.map(([t, d, s]) => (t !== 0 ? t : [d && h("del", { text: d }), s && h("ins", { text: s })]));
-}
-
 function actions(item) {
   const open = (kind) => () => setForm(item.id, { kind, text: "" });
   return h(
@@ -212,71 +147,6 @@ const sendReview = (body, then) =>
     const n = review.annotations.length + review.pageNotes.length;
     toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
     set("reviews", { reviews: [...S.reviews, review] });
-  });
-
-// A note's open form (and the new page note's, item {id: "__new"}): the reply, the follow-up of a
-// reopen, a page note's text; or the confirmation of a delete.
-function formView(item, form) {
-  const close = () => setForm(item.id, null);
-  if (form.kind === "delete") {
-    return h("div", { class: "actions confirm" }, confirmDelete(item, close));
-  }
-  const id = `annotate-form-${item.id}`;
-  const area = h("textarea", {
-    id,
-    rows: 2,
-    "data-focus": item.id,
-    value: form.text,
-    oninput: (e) => {
-      form.text = e.target.value;
-    }
-  });
-  const submit = () => {
-    const text = area.value;
-    const [what, path, body, method] = {
-      reply: ["Replying", route(item) + "/replies", { message: text, author: cfg.author }],
-      reopen: [
-        "Reopening",
-        route(item) + "/status",
-        text.trim() ? { action: "reopen", note: text } : { action: "reopen" }
-      ],
-      edit: ["Saving", "page-notes/" + item.id, { note: text }, "PATCH"],
-      new: [
-        "Saving the page note",
-        "page-notes",
-        { pageUrl: S.page, pageTitle: document.title, note: text, author: cfg.author }
-      ]
-    }[form.kind];
-    change(what, path, body, close, method);
-  };
-  area.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) submit();
-  });
-  const [label, action] = { reply: ["Reply", "Reply"], reopen: ["Follow-up note (optional)", "Reopen"] }[form.kind] || [
-    "Note",
-    "Save"
-  ];
-  return h(
-    "div",
-    { class: "form" },
-    h("label", { for: id, text: label }),
-    area,
-    h("div", { class: "actions" }, button(action, submit, "primary"), button("Cancel", close))
-  );
-}
-
-// The question before a note is deleted, in its row or in the popup.
-const confirmDelete = (item, cancel) => [
-  h("span", { class: "confirm", text: "Delete this note and its replies?" }),
-  button("Delete", () => remove(item), "danger", { "data-focus": item.id }),
-  button("Cancel", cancel)
-];
-
-// A change to one note (POST unless `method` says otherwise), then `then`; the answer is the note.
-const change = (what, path, body, then, method) =>
-  act(what, async () => {
-    upsert(await api(method || "POST", path, body));
-    if (then) then();
   });
 
 function goTo(item) {
@@ -436,15 +306,6 @@ function renderSend() {
   reviewStatus.textContent = status;
 }
 
-// `parent`'s children become `nodes`, in order, moving only what changed place: a row that stays
-// keeps its focus and caret, and a press on one of its buttons its click.
-function patch(parent, nodes) {
-  for (const c of [...parent.children]) if (!nodes.includes(c)) c.remove();
-  nodes.forEach((node, i) => {
-    if (parent.children[i] !== node) parent.insertBefore(node, parent.children[i]);
-  });
-}
-
 // The list: the first S.drawn notes in the order shown, the rest behind "Show more". A note's
 // row is drawn again only when what it shows changed (its data, its form, active, located); the
 // rows, the groups' headings and "Show more" that stay are left where they are (patch).
@@ -509,18 +370,3 @@ on("notes page panel view offline", renderCounts);
 on("notes page panel view forms active", () => S.open && renderList());
 on("page panel forms", () => S.open && renderNewNote());
 on("panel reviews", () => S.open && renderSend());
-
-// Regions redrawn while the reviewer types keep the focus and caret: a field replaced by its new
-// version (same id or data-focus) gets them back; a form just opened takes the focus, but never
-// from the page or the popup.
-function keepFocus(redraw) {
-  const focused = root.activeElement;
-  if (!panel.contains(focused)) return redraw();
-  const { id, selectionStart, selectionEnd } = focused;
-  const key = id || focused.getAttribute("data-focus");
-  redraw();
-  if (focused.isConnected) return;
-  const again = key && panel.querySelector(`#${CSS.escape(key)},[data-focus="${CSS.escape(key)}"]`);
-  (again || panel.querySelector("textarea[data-focus], .confirm .danger"))?.focus();
-  if (again && selectionStart != null) again.setSelectionRange(selectionStart, selectionEnd);
-}

@@ -1,4 +1,4 @@
-// -- the popup
+// -- writing a note: the popup (a text or element note), and the panel's forms below
 
 let popupAt = null; // {target: {kind, ...}, item?} the popup is for
 let returnFocus = null;
@@ -205,4 +205,71 @@ function editItem(item) {
       ? { kind: "element", element: item.elementSelector }
       : { kind: "text", exact: item.selectedText };
   openPopup({ id: item.id, item, target, note: item.note, intent: item.intent, suggestion: item.suggestion || "" });
+}
+
+// -- the panel's forms: a reply, a reopen, a page note, a delete
+
+// The question before a note is deleted, in its row or in the popup.
+const confirmDelete = (item, cancel) => [
+  h("span", { class: "confirm", text: "Delete this note and its replies?" }),
+  button("Delete", () => remove(item), "danger", { "data-focus": item.id }),
+  button("Cancel", cancel)
+];
+
+// A change to one note (POST unless `method` says otherwise), then `then`; the answer is the note.
+const change = (what, path, body, then, method) =>
+  act(what, async () => {
+    upsert(await api(method || "POST", path, body));
+    if (then) then();
+  });
+
+// A note's open form (and the new page note's, item {id: "__new"}): the reply, the follow-up of a
+// reopen, a page note's text; or the confirmation of a delete.
+function formView(item, form) {
+  const close = () => setForm(item.id, null);
+  if (form.kind === "delete") {
+    return h("div", { class: "actions confirm" }, confirmDelete(item, close));
+  }
+  const id = `annotate-form-${item.id}`;
+  const area = h("textarea", {
+    id,
+    rows: 2,
+    "data-focus": item.id,
+    value: form.text,
+    oninput: (e) => {
+      form.text = e.target.value;
+    }
+  });
+  const submit = () => {
+    const text = area.value;
+    const [what, path, body, method] = {
+      reply: ["Replying", route(item) + "/replies", { message: text, author: cfg.author }],
+      reopen: [
+        "Reopening",
+        route(item) + "/status",
+        text.trim() ? { action: "reopen", note: text } : { action: "reopen" }
+      ],
+      edit: ["Saving", "page-notes/" + item.id, { note: text }, "PATCH"],
+      new: [
+        "Saving the page note",
+        "page-notes",
+        { pageUrl: S.page, pageTitle: document.title, note: text, author: cfg.author }
+      ]
+    }[form.kind];
+    change(what, path, body, close, method);
+  };
+  area.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) submit();
+  });
+  const [label, action] = { reply: ["Reply", "Reply"], reopen: ["Follow-up note (optional)", "Reopen"] }[form.kind] || [
+    "Note",
+    "Save"
+  ];
+  return h(
+    "div",
+    { class: "form" },
+    h("label", { for: id, text: label }),
+    area,
+    h("div", { class: "actions" }, button(action, submit, "primary"), button("Cancel", close))
+  );
 }

@@ -53,6 +53,21 @@ function set(events, patch) {
   });
 }
 
+// Regions redrawn while the reviewer types keep the focus and caret: a field replaced by its new
+// version (same id or data-focus) gets them back; a form just opened takes the focus, but never
+// from the page or the popup.
+function keepFocus(redraw) {
+  const focused = root.activeElement;
+  if (!panel.contains(focused)) return redraw();
+  const { id, selectionStart, selectionEnd } = focused;
+  const key = id || focused.getAttribute("data-focus");
+  redraw();
+  if (focused.isConnected) return;
+  const again = key && panel.querySelector(`#${CSS.escape(key)},[data-focus="${CSS.escape(key)}"]`);
+  (again || panel.querySelector("textarea[data-focus], .confirm .danger"))?.focus();
+  if (again && selectionStart != null) again.setSelectionRange(selectionStart, selectionEnd);
+}
+
 // The panel's form for one note (null closes it).
 const setForm = (id, form) => set("forms", { forms: { ...S.forms, [id]: form } });
 
@@ -74,4 +89,26 @@ function drop(id) {
   if (S.all) for (const k in S.all) S.all[k] = out(S.all[k]);
   S.anchors.delete(id);
   set("notes", { writes: S.writes + 1, items: out(S.items), notes: out(S.notes) });
+}
+
+// -- what the lists show: derived from S
+
+const unresolved = (list) => list.filter((x) => x.status !== "resolved").length;
+
+function visible(list) {
+  const q = S.query.trim().toLowerCase();
+  return list.filter((x) => {
+    if (S.filter === "active" ? x.status === "resolved" : S.filter !== "all" && x.status !== S.filter) return false;
+    if (!q) return true;
+    const hay = [
+      x.note,
+      x.selectedText,
+      x.suggestion,
+      x.pageTitle,
+      x.pageUrl,
+      x.elementSelector?.description,
+      ...(x.replies || []).map((r) => r.message)
+    ];
+    return hay.join("\n").toLowerCase().includes(q);
+  });
 }

@@ -125,3 +125,50 @@ function selectionTarget() {
     occurrence
   };
 }
+
+// -- a note's Markdown, then and now
+
+// The Markdown then and now, word by word (issue #14): [kind, text] runs, kind "" (kept),
+// "del" or "ins", as text nodes and <del>/<ins> holding text (never HTML from data).
+function wordDiff(a, b) {
+  const x = a.split(/(\s+)/);
+  const y = b.split(/(\s+)/);
+  const n = x.length;
+  const m = y.length;
+  if (n * m > MAX_DIFF) return [h("del", { text: a }), h("ins", { text: b })];
+  // L[i][j]: the longest common run of words of x[i:] and y[j:].
+  const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n; i--; )
+    for (let j = m; j--; ) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  // Runs: [kept] or [0, deleted, inserted]. A replaced phrase reads whole (issue #27, as in
+  // annotate/diff.py): changes only whitespace parts are one, the whitespace on both sides; two
+  // deletions (or insertions) stay apart.
+  const runs = [[""]];
+  const add = (kind, w) => {
+    const c = runs.at(-1);
+    const g = runs.at(-2);
+    const d = kind === "del" ? w : "";
+    const s = kind === "ins" ? w : "";
+    if (!kind) {
+      if (c[0] !== 0) c[0] += w;
+      else runs.push([w]);
+    } else if (c[0] === 0) {
+      c[1] += d;
+      c[2] += s;
+    } else if (g?.[0] === 0 && !c[0].trim() && (g[1] || d) && (g[2] || s)) {
+      runs.pop();
+      g[1] += c[0] + d;
+      g[2] += c[0] + s;
+    } else runs.push([0, d, s]);
+  };
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && x[i] === y[j]) {
+      add("", x[i++]);
+      j++;
+    } else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) add("ins", y[j++]);
+    else add("del", x[i++]);
+  }
+  return runs.map(([t, d, s]) => (t !== 0 ? t : [d && h("del", { text: d }), s && h("ins", { text: s })]));
+}
