@@ -33,7 +33,6 @@ const ROOTS = [cfg.contentSelector, "article.md-content__inner", "main", "[role=
 // Never part of the page text: the overlay, heading permalinks, code-copy and edit buttons.
 const SKIP =
   "#" + HOST_ID + ",script,style,noscript,template,.headerlink,.md-code__nav,.md-clipboard," + ".md-content__button";
-const STATUS = { open: "open", in_progress: "in progress", addressed: "addressed", resolved: "resolved" };
 const FILTERS = [
   ["active", "Not resolved"],
   ["open", "Open"],

@@ -42,7 +42,7 @@ function itemView(item, here) {
   const meta = h(
     "div",
     { class: "meta" },
-    h("span", { class: "badge s-" + item.status, text: STATUS[item.status] || item.status }),
+    h("span", { class: "badge s-" + item.status, text: item.status.replace("_", " ") }),
     h("span", { class: "kind", text: item.type || "page note" }),
     // Who wrote it (team mode records every author, docs/team.md).
     item.author && h("span", { class: "kind", text: "by " + item.author }),

@@ -50,8 +50,7 @@ function onMove(e) {
     return;
   }
   hovered = el;
-  const r = el.getBoundingClientRect();
-  outline.style.cssText = `top:${r.top}px;left:${r.left}px;width:${r.width}px;height:${r.height}px`;
+  place(outline, el.getBoundingClientRect(), 0);
   outline.firstChild.textContent = describe(el);
   outline.hidden = false;
 }
