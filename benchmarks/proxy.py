@@ -33,15 +33,20 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+# benchmarks/mcp.py, first on sys.path, would shadow the `mcp` package annotate imports.
+while str(HERE) in sys.path:
+    sys.path.remove(str(HERE))
 
-from _common import CHROMIUM, CHROMIUM_ARGS, sentence
-from _machine import describe
-from playwright.sync_api import sync_playwright
-from websockets.asyncio.client import connect
+from playwright.sync_api import sync_playwright  # noqa: E402
+from websockets.asyncio.client import connect  # noqa: E402
 
-from annotate.devserver import free_port, wait_until_listening
-from annotate.proxy import parse_upstream
+from annotate.devserver import free_port, wait_until_listening  # noqa: E402
+from annotate.proxy import parse_upstream  # noqa: E402
+
+sys.path.append(str(HERE))
+from _common import CHROMIUM, CHROMIUM_ARGS, sentence  # noqa: E402
+from _machine import describe  # noqa: E402
 
 ZENSICAL = Path(sys.executable).parent / "zensical"
 SEED = 15
@@ -74,9 +79,15 @@ def start_proxy(root: Path, upstream: int) -> tuple[subprocess.Popen[str], int]:
     return proc, int(match[1])
 
 
-def page_loads(direct: str, proxied: str, runs: int) -> tuple[list[float], list[float]]:
-    script = "performance.getEntriesByType('navigation')[0].loadEventEnd"
-    times: dict[str, list[float]] = {direct: [], proxied: []}
+Timing = dict[str, list[float]]  # "load" (loadEventEnd), "html" (responseEnd): ms
+
+
+def page_loads(direct: str, proxied: str, runs: int) -> tuple[Timing, Timing]:
+    script = (
+        "(() => { const n = performance.getEntriesByType('navigation')[0];"
+        " return [n.loadEventEnd, n.responseEnd]; })()"
+    )
+    times: dict[str, Timing] = {direct: {"load": [], "html": []}, proxied: {"load": [], "html": []}}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         pages = {url: browser.new_context().new_page() for url in times}
@@ -86,11 +97,30 @@ def page_loads(direct: str, proxied: str, runs: int) -> tuple[list[float], list[
         for _ in range(runs):
             for url, page in pages.items():
                 page.goto(url, wait_until="load")
-                times[url].append(page.evaluate(script))
+                load, html = page.evaluate(script)
+                times[url]["load"].append(load)
+                times[url]["html"].append(html)
         if not pages[proxied].evaluate("!!window.annotateOverlay"):
             raise SystemExit("the overlay did not start through the proxy")
         browser.close()
     return times[direct], times[proxied]
+
+
+def page_fetches(port: int, count: int) -> list[float]:
+    """ms per `GET /` (the HTML page, asked as a browser asks) on one keep-alive connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Accept": "text/html", "Accept-Encoding": "gzip"}
+    out = []
+    for _ in range(count):
+        started = time.perf_counter()
+        conn.request("GET", "/", headers=headers)
+        response = conn.getresponse()
+        response.read()
+        out.append((time.perf_counter() - started) * 1000)
+        if response.status != 200:
+            raise SystemExit(f"/: {response.status}")
+    conn.close()
+    return out
 
 
 async def reload_delays(root: Path, direct: int, proxied: int, runs: int) -> list[float]:
@@ -163,6 +193,7 @@ def main() -> None:
             )  # fmt: skip
             wait_until_listening(parse_upstream(str(static_port)), static, 30)
             loads = {}
+            fetches = {}
             for name, upstream in (
                 ("zensical serve", port),
                 ("python -m http.server", static_port),
@@ -172,6 +203,11 @@ def main() -> None:
                 loads[name] = page_loads(
                     f"http://127.0.0.1:{upstream}/", f"http://127.0.0.1:{proxied}/", args.runs
                 )
+                direct_ms, proxy_ms = [], []
+                for _ in range(5):  # alternating rounds: a load spike hits both sides alike
+                    direct_ms += page_fetches(upstream, args.runs * 4)
+                    proxy_ms += page_fetches(proxied, args.runs * 4)
+                fetches[name] = (direct_ms, proxy_ms)
                 if upstream == port:
                     zensical_proxy = proxied
             delays = asyncio.run(reload_delays(root, port, zensical_proxy, max(5, args.runs // 2)))
@@ -200,13 +236,30 @@ def main() -> None:
 
     print(describe())
     print()
-    print(f"Page load (`loadEventEnd`, ms, warm cache, {args.runs} loads each, alternating):")
+    print(f"Page load (ms, warm cache, {args.runs} loads each, alternating; medians):")
     print()
-    print("| dev server | direct, no overlay | annotate proxy + overlay | ratio of medians |")
-    print("| --- | ---: | ---: | ---: |")
+    print(
+        "| dev server | HTML received, direct | through the proxy | ratio "
+        "| `load`, direct, no overlay | proxy + overlay | ratio |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, (direct, proxied) in loads.items():
-        dm, pm = statistics.median(direct), statistics.median(proxied)
-        print(f"| {name} | {dm:.1f} | {pm:.1f} | {pm / dm:.2f} |")
+        dh, ph = statistics.median(direct["html"]), statistics.median(proxied["html"])
+        dm, pm = statistics.median(direct["load"]), statistics.median(proxied["load"])
+        print(
+            f"| {name} | {dh:.1f} | {ph:.1f} | {ph / dh:.2f} | {dm:.1f} | {pm:.1f} | {pm / dm:.2f} |"
+        )
+    print()
+    print(
+        f"The HTML page alone (`GET /`, {args.runs * 20} requests on one keep-alive connection "
+        "per side, in 5 alternating rounds; ms):"
+    )
+    print()
+    print("| dev server | direct median | proxy median | added | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, (direct_ms, proxy_ms) in fetches.items():
+        dm, pm = statistics.median(direct_ms), statistics.median(proxy_ms)
+        print(f"| {name} | {dm:.2f} | {pm:.2f} | {pm - dm:.2f} | {pm / dm:.2f} |")
     print()
     print("Target: ratio ≤ 1.10.")
     print()
