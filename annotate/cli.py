@@ -1019,10 +1019,10 @@ def proxy(
 ) -> None:
     """Review any dev server's pages: start CMD (zensical serve, mkdocs serve, hugo server --port
     {port}…) and put the overlay in front of it."""
-    from .devserver import run
+    from .devserver import project_for, run
 
     try:
-        root = find_project(project)
+        root = project_for(project)
         code = run(
             command,
             upstream_url=upstream,
