@@ -378,6 +378,10 @@ class Proxy:
         self.upstream = upstream
         self.annotate_app = annotate_app
         self.snippet = snippet
+        self.token = token
+        # The snippet for the current token: building it looks up the overlay files' hashes,
+        # which was most of what the proxy spent on a page (issue #27, benchmarks/proxy.py).
+        self._snippet: tuple[str, str] = ("", "")
         self.limits = limits or Limits()
         self.idle: list[_Link] = []
         self.busy: set[_Link] = set()
@@ -663,12 +667,18 @@ class Proxy:
     ) -> None:
         body = _inflate(page, encoding, self.limits.page) if encoding in DECODERS else page
         if body:
-            body = inject(body, self.snippet())
+            body = inject(body, self._current_snippet())
             headers = _page_headers(headers, len(body))
         else:
             body = page  # not what it claims to be, or too large inflated: sent on untouched
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _current_snippet(self) -> str:
+        token = self.token()
+        if self._snippet[0] != token:
+            self._snippet = (token, self.snippet())
+        return self._snippet[1]
 
     async def _bad_gateway(self, scope: Scope, send: Send, why: str, status: int = 502) -> None:
         if self.stopping:

@@ -16,6 +16,10 @@ front of it, each in a subprocess.
   The difference is what the proxy adds. Target: median ≤ 20 ms.
 - Static assets: Zensical's JavaScript bundle fetched `--runs` × 20 times over one keep-alive
   connection, direct and through the proxy: MB/s and the ratio.
+- Ctrl+C (issue #27): `annotate proxy -- zensical serve` and `-- mkdocs serve` started, the page
+  open in Chromium (Zensical's reload WebSocket, MkDocs's reload long poll held through the
+  proxy), SIGINT: the seconds until the command has exited, dev server stopped. Target: ≤ 1 s,
+  no traceback. Run with `PYTHONPATH=<a checkout of main>` for the numbers before.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import http.client
 import os
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -49,6 +54,7 @@ from _common import CHROMIUM, CHROMIUM_ARGS, sentence  # noqa: E402
 from _machine import describe  # noqa: E402
 
 ZENSICAL = Path(sys.executable).parent / "zensical"
+STOP_RUNS = 5
 SEED = 15
 PARAGRAPHS = 60
 
@@ -151,6 +157,46 @@ async def reload_delays(root: Path, direct: int, proxied: int, runs: int) -> lis
     return delays
 
 
+def stop_times(generator: str, runs: int) -> tuple[list[float], int]:
+    """Seconds from SIGINT to the exit of `annotate proxy -- GENERATOR serve` with the page open
+    in Chromium, and how many runs printed a traceback."""
+    times, tracebacks = [], 0
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        root = Path(tmp)
+        make_project(root)
+        if generator == "mkdocs":
+            (root / "zensical.toml").unlink()
+            (root / "mkdocs.yml").write_text("site_name: Bench\n")
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for _ in range(runs):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "annotate.cli", "proxy", "--port", "0", "--project",
+                 str(root), "--", str(Path(sys.executable).parent / generator), "serve"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )  # fmt: skip
+            for line in proc.stdout:  # type: ignore[union-attr]
+                match = re.search(r"Reviewing http://127\.0\.0\.1:(\d+)/", line)
+                if match:
+                    break
+            else:
+                raise SystemExit(f"annotate proxy -- {generator} serve did not start")
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{match[1]}/", wait_until="load")
+            time.sleep(1)  # the reload connection is open
+            started = time.perf_counter()
+            proc.send_signal(signal.SIGINT)
+            proc.wait(60)
+            times.append(time.perf_counter() - started)
+            stderr = proc.stderr.read()  # type: ignore[union-attr]
+            tracebacks += "Traceback" in stderr
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.stderr.close()  # type: ignore[union-attr]
+            page.close()
+        browser.close()
+    return times, tracebacks
+
+
 def throughput(port: int, path: str, count: int) -> tuple[float, int]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     size = 0
@@ -234,6 +280,8 @@ def main() -> None:
                     server.terminate()
                     server.wait(10)
 
+    stops = {name: stop_times(name, STOP_RUNS) for name in ("zensical", "mkdocs")}
+
     print(describe())
     print()
     print(f"Page load (ms, warm cache, {args.runs} loads each, alternating; medians):")
@@ -281,6 +329,18 @@ def main() -> None:
     print(f"| zensical serve, direct | {direct_rate:.1f} |")
     print(f"| through the proxy | {proxy_rate:.1f} |")
     print(f"| ratio | {proxy_rate / direct_rate:.2f} |")
+    print()
+    print(f"Ctrl+C with the page open in Chromium, {STOP_RUNS} runs each (s from SIGINT to exit):")
+    print()
+    print("| command | median | max | runs with a traceback |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, (times, tracebacks) in stops.items():
+        print(
+            f"| annotate proxy -- {name} serve | {statistics.median(times):.2f} | "
+            f"{max(times):.2f} | {tracebacks} |"
+        )
+    print()
+    print("Target: ≤ 1 s, no traceback.")
 
 
 if __name__ == "__main__":
