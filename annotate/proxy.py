@@ -286,7 +286,9 @@ class _Link(asyncio.Protocol):
             return
         answer.feed(data)
         if answer.trailing or answer.error:
-            self.reusable = False
+            # What it parsed stays with the answer; nothing more is read from this connection.
+            self.close()
+            return
         if answer.buffered > self.pause_at and not self.reading_paused and self.transport:
             self.transport.pause_reading()  # the browser reads slower than the upstream writes
             self.reading_paused = True
@@ -635,9 +637,9 @@ class Proxy:
             if answer.done:
                 break
             if link.lost:
-                if _delimited(headers):
+                if _delimited(answer.headers) and not (self.stopping and _chunked(headers)):
                     return False  # cut short: the browser must not take it for the whole body
-                break  # a body that ends with the connection
+                break  # a body that ends with the connection, or a stream ended by Ctrl+C
             if not await link.wait(idle):
                 log.warning("%s: no data from the dev server for %g s", scope["path"], idle)
                 return False
@@ -832,7 +834,13 @@ def _page_headers(headers: list[tuple[bytes, bytes]], length: int) -> list[tuple
 def _delimited(headers: list[tuple[bytes, bytes]]) -> bool:
     """The answer says where its body ends (a length or chunks): a connection closing before
     that cut it short."""
-    return any(n in (b"content-length", b"transfer-encoding") for n, _ in headers)
+    return any(n.lower() in (b"content-length", b"transfer-encoding") for n, _ in headers)
+
+
+def _chunked(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The answer goes to the browser in chunks (uvicorn's way without a length): ending it
+    early is a clean end."""
+    return not any(n == b"content-length" for n, _ in headers)
 
 
 def _inflate(data: bytes, encoding: bytes, limit: int) -> bytes:

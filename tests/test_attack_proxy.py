@@ -136,6 +136,13 @@ async def stall(writer: asyncio.StreamWriter) -> None:
     await asyncio.sleep(3600)
 
 
+async def cut_chunks(writer: asyncio.StreamWriter) -> None:
+    # A chunked body whose connection ends before its last chunk.
+    writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+    await writer.drain()
+    writer.close()
+
+
 ROUTES: dict[str, Route] = {
     "/smuggle": smuggle,
     "/smuggle-page": smuggle_page,
@@ -149,6 +156,7 @@ ROUTES: dict[str, Route] = {
     "/trickle-head": trickle_head,
     "/trickle-page": trickle_page,
     "/stall": stall,
+    "/cut-chunks": cut_chunks,
 }
 
 
@@ -369,9 +377,12 @@ def test_a_page_that_trickles_streams_on_without_the_overlay(fast: int) -> None:
     conn.close()
 
 
-def test_a_body_that_stalls_is_cut(fast: int) -> None:
+@pytest.mark.parametrize("path", ["/stall", "/cut-chunks"])
+def test_a_body_cut_short_reaches_the_browser_cut_short(fast: int, path: str) -> None:
+    # `/stall`: 5 of 100 bytes, then nothing (cut after `idle`); `/cut-chunks`: the connection
+    # ends before the last chunk. Neither may look like a whole answer to the browser.
     conn = http.client.HTTPConnection("127.0.0.1", fast, timeout=15)
-    conn.request("GET", "/stall")
+    conn.request("GET", path)
     response = conn.getresponse()
     with pytest.raises(http.client.IncompleteRead) as cut:
         response.read()
