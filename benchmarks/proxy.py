@@ -18,8 +18,10 @@ front of it, each in a subprocess.
   connection, direct and through the proxy: MB/s and the ratio.
 - Ctrl+C (issue #27): `annotate proxy -- zensical serve` and `-- mkdocs serve` started, the page
   open in Chromium (Zensical's reload WebSocket, MkDocs's reload long poll held through the
-  proxy), SIGINT: the seconds until the command has exited, dev server stopped. Target: ≤ 1 s,
-  no traceback. Run with `PYTHONPATH=<a checkout of main>` for the numbers before.
+  proxy), SIGINT: the seconds until the command has exited, its dev server stopped; against the
+  same dev server alone, page open, stopped the same way (what it takes to stop by itself).
+  Target: ≤ 1 s, no traceback. `--stop-only` runs this part alone. Run with
+  `PYTHONPATH=<a checkout of main>` (from that folder) for the numbers before.
 """
 
 from __future__ import annotations
@@ -157,10 +159,11 @@ async def reload_delays(root: Path, direct: int, proxied: int, runs: int) -> lis
     return delays
 
 
-def stop_times(generator: str, runs: int) -> tuple[list[float], int]:
-    """Seconds from SIGINT to the exit of `annotate proxy -- GENERATOR serve` with the page open
-    in Chromium, and how many runs printed a traceback."""
+def stop_times(generator: str, runs: int, *, proxied: bool) -> tuple[list[float], int]:
+    """Seconds from SIGINT to the exit of `annotate proxy -- GENERATOR serve` (`proxied`) or of
+    `GENERATOR serve` alone, with the page open in Chromium; how many runs printed a traceback."""
     times, tracebacks = [], 0
+    program = str(Path(sys.executable).parent / generator)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         root = Path(tmp)
         make_project(root)
@@ -169,32 +172,72 @@ def stop_times(generator: str, runs: int) -> tuple[list[float], int]:
             (root / "mkdocs.yml").write_text("site_name: Bench\n")
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for _ in range(runs):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "annotate.cli", "proxy", "--port", "0", "--project",
-                 str(root), "--", str(Path(sys.executable).parent / generator), "serve"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
-            for line in proc.stdout:  # type: ignore[union-attr]
-                match = re.search(r"Reviewing http://127\.0\.0\.1:(\d+)/", line)
-                if match:
-                    break
+            if proxied:
+                command = [sys.executable, "-m", "annotate.cli", "proxy", "--port", "0",
+                           "--project", str(root), "--", program, "serve"]  # fmt: skip
             else:
-                raise SystemExit(f"annotate proxy -- {generator} serve did not start")
+                port = free_port()
+                command = [program, "serve", "-a", f"127.0.0.1:{port}"]
+            proc = subprocess.Popen(
+                command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=not proxied,
+            )  # fmt: skip
+            if proxied:
+                for line in proc.stdout:  # type: ignore[union-attr]
+                    match = re.search(r"Reviewing http://127\.0\.0\.1:(\d+)/", line)
+                    if match:
+                        port = int(match[1])
+                        break
+                else:
+                    raise SystemExit(f"annotate proxy -- {generator} serve did not start")
+            else:
+                wait_until_listening(parse_upstream(str(port)), None, 60)
             page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{match[1]}/", wait_until="load")
+            page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
             time.sleep(1)  # the reload connection is open
             started = time.perf_counter()
-            proc.send_signal(signal.SIGINT)
+            if proxied:
+                proc.send_signal(signal.SIGINT)  # as the terminal's Ctrl+C
+            else:
+                os.killpg(proc.pid, signal.SIGINT)
             proc.wait(60)
             times.append(time.perf_counter() - started)
-            stderr = proc.stderr.read()  # type: ignore[union-attr]
+            _, stderr = proc.communicate()
             tracebacks += "Traceback" in stderr
-            proc.stdout.close()  # type: ignore[union-attr]
-            proc.stderr.close()  # type: ignore[union-attr]
             page.close()
         browser.close()
     return times, tracebacks
+
+
+Stops = dict[str, tuple[tuple[list[float], int], tuple[list[float], int]]]
+
+
+def stop_part() -> Stops:
+    return {
+        name: (
+            stop_times(name, STOP_RUNS, proxied=False),
+            stop_times(name, STOP_RUNS, proxied=True),
+        )
+        for name in ("zensical", "mkdocs")
+    }
+
+
+def print_stops(stops: Stops) -> None:
+    print(f"Ctrl+C with the page open in Chromium, {STOP_RUNS} runs each (s from SIGINT to exit):")
+    print()
+    print(
+        "| dev server | alone: median | annotate proxy -- …: median | max | proxy adds "
+        "| runs with a traceback |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, ((alone, _), (times, tracebacks)) in stops.items():
+        dm, pm = statistics.median(alone), statistics.median(times)
+        print(
+            f"| {name} serve | {dm:.2f} | {pm:.2f} | {max(times):.2f} | {pm - dm:.2f} "
+            f"| {tracebacks} |"
+        )
+    print()
+    print("Target: ≤ 1 s, no traceback.")
 
 
 def throughput(port: int, path: str, count: int) -> tuple[float, int]:
@@ -215,7 +258,11 @@ def throughput(port: int, path: str, count: int) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--stop-only", action="store_true", help="only the Ctrl+C part")
     args = parser.parse_args()
+    if args.stop_only:
+        print_stops(stop_part())
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_project(root)
@@ -280,7 +327,13 @@ def main() -> None:
                     server.terminate()
                     server.wait(10)
 
-    stops = {name: stop_times(name, STOP_RUNS) for name in ("zensical", "mkdocs")}
+    stops = {
+        name: (
+            stop_times(name, STOP_RUNS, proxied=False),
+            stop_times(name, STOP_RUNS, proxied=True),
+        )
+        for name in ("zensical", "mkdocs")
+    }
 
     print(describe())
     print()
@@ -291,9 +344,9 @@ def main() -> None:
         "| `load`, direct, no overlay | proxy + overlay | ratio |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, (direct, proxied) in loads.items():
-        dh, ph = statistics.median(direct["html"]), statistics.median(proxied["html"])
-        dm, pm = statistics.median(direct["load"]), statistics.median(proxied["load"])
+    for name, (direct, through) in loads.items():
+        dh, ph = statistics.median(direct["html"]), statistics.median(through["html"])
+        dm, pm = statistics.median(direct["load"]), statistics.median(through["load"])
         print(
             f"| {name} | {dh:.1f} | {ph:.1f} | {ph / dh:.2f} | {dm:.1f} | {pm:.1f} | {pm / dm:.2f} |"
         )
@@ -330,17 +383,7 @@ def main() -> None:
     print(f"| through the proxy | {proxy_rate:.1f} |")
     print(f"| ratio | {proxy_rate / direct_rate:.2f} |")
     print()
-    print(f"Ctrl+C with the page open in Chromium, {STOP_RUNS} runs each (s from SIGINT to exit):")
-    print()
-    print("| command | median | max | runs with a traceback |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, (times, tracebacks) in stops.items():
-        print(
-            f"| annotate proxy -- {name} serve | {statistics.median(times):.2f} | "
-            f"{max(times):.2f} | {tracebacks} |"
-        )
-    print()
-    print("Target: ≤ 1 s, no traceback.")
+    print_stops(stops)
 
 
 if __name__ == "__main__":
