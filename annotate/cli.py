@@ -1019,14 +1019,13 @@ def proxy(
 ) -> None:
     """Review any dev server's pages: start CMD (zensical serve, mkdocs serve, hugo server --port
     {port}…) and put the overlay in front of it."""
-    from .devserver import project_for, run
+    from .devserver import run
 
     try:
-        root = project_for(project)
         code = run(
             command,
             upstream_url=upstream,
-            project=root,
+            project=project,
             host=host,
             port=port,
             read_only=read_only,

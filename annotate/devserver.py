@@ -190,7 +190,7 @@ def run(
     command: Sequence[str] = (),
     *,
     upstream_url: str | None = None,
-    project: str | Path = ".",
+    project: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8000,
     read_only: bool = False,
@@ -200,7 +200,8 @@ def run(
     db: str | None = None,
 ) -> int:
     """Proxy a dev server until interrupted; the exit code (the dev server's when it stopped).
-    `db`: another store than the project's file (an SQLite file or a `postgresql://` URL)."""
+    `project`: as `project_for` takes it. `db`: another store than the project's file (an SQLite
+    file or a `postgresql://` URL)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     if not command and not upstream_url:
         raise ValidationError(
@@ -208,6 +209,7 @@ def run(
             "address of a running one (--upstream http://127.0.0.1:8001)",
             "upstream",
         )
+    project = project_for(project)
     store = open_store(project, db=db)
     token = TokenFile(project)
     sock = bind(host, port)
