@@ -81,6 +81,8 @@ DECODERS: dict[bytes, Callable[[], Any]] = {
 }
 # Answers without a body whatever their headers say (RFC 9112 §6.3).
 NO_BODY_STATUSES = frozenset({204, 304})
+# The largest WebSocket message taken from the upstream (uvicorn's own limit the other way).
+WEBSOCKET_MESSAGE = 16 * 1024 * 1024
 # The folder of the store and the token (annotate/paths): never forwarded, in case the dev server
 # serves the project folder itself (`python -m http.server` in a folder of HTML).
 STORE_FOLDER = ".annotate"
@@ -268,7 +270,6 @@ class _Link(asyncio.Protocol):
         self.answer: _Answer | None = None
         self.lost = False
         self.reusable = True
-        self.expired = False
         self.reading_paused = False
         self.pause_at = PAUSE_AT  # a page held whole for the overlay raises it to its limit
         self._waiter: asyncio.Future[bool] | None = None
@@ -288,6 +289,7 @@ class _Link(asyncio.Protocol):
         if answer.trailing or answer.error:
             # What it parsed stays with the answer; nothing more is read from this connection.
             self.close()
+            self._wake()
             return
         if answer.buffered > self.pause_at and not self.reading_paused and self.transport:
             self.transport.pause_reading()  # the browser reads slower than the upstream writes
@@ -737,7 +739,7 @@ class Proxy:
                 subprotocols=scope.get("subprotocols") or None,
                 compression=None,
                 ping_interval=None,
-                max_size=None,
+                max_size=WEBSOCKET_MESSAGE,
                 open_timeout=10,
                 close_timeout=1,
                 user_agent_header=None,
