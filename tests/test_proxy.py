@@ -626,7 +626,7 @@ def test_ctrl_c_with_a_page_open_stops_at_once(tmp_path: Path, generator: str) -
     stop(proc)
     assert proc.returncode == 0
     assert "Traceback" not in stderr and "CancelledError" not in stderr, stderr
-    # Measured 0.2 s (Zensical), 0.45 s (MkDocs, which takes 0.4 s itself): benchmarks/proxy.py.
+    # Measured 0.2 s (Zensical), 0.3 s (MkDocs): benchmarks/proxy.py.
     assert elapsed < 3, f"annotate proxy took {elapsed:.1f} s to stop"
     assert not alive(dev_server[0]), "the dev server outlived the proxy"
 
