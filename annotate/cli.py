@@ -1093,13 +1093,12 @@ def proxy(
     from .devserver import run
 
     try:
-        root = find_project(project)
         if _missing_db(db):
             _created(str(db))
         code = run(
             command,
             upstream_url=upstream,
-            project=root,
+            project=project,
             host=host,
             port=port,
             read_only=read_only,

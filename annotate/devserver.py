@@ -4,11 +4,14 @@ on the user's port, and stop both on Ctrl+C (or when the dev server stops)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +20,9 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .errors import ValidationError
+from .config import config_file
+from .errors import ProjectNotFound, ValidationError
+from .project import find_project
 from .proxy import Proxy, TargetCheckProtocol, Upstream, parse_upstream
 from .store import Store
 from .store import open as open_store
@@ -29,7 +34,7 @@ from .web.static import overlay_snippet
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["dev_command", "free_port", "run", "wait_until_listening"]
+__all__ = ["dev_command", "free_port", "program", "project_for", "run", "wait_until_listening"]
 
 # Generators whose `serve` takes the address as `-a HOST:PORT` (`--dev-addr`).
 DEV_ADDR_TOOLS = ("zensical", "mkdocs", "properdocs")
@@ -84,6 +89,26 @@ def dev_command(args: Sequence[str], port: int, host: str = "127.0.0.1") -> tupl
     return [*args[: at + 1], "-a", address, *args[at + 1 :]], address
 
 
+def program(name: str) -> str:
+    """`name` as the command will be started: found on PATH, else beside the running annotate
+    (`.venv/bin/annotate proxy -- mkdocs serve` without the venv activated finds its mkdocs)."""
+    if os.sep in name or (os.altsep and os.altsep in name) or shutil.which(name):
+        return name
+    return shutil.which(name, path=sysconfig.get_path("scripts")) or name
+
+
+def project_for(project: str | os.PathLike[str] | None) -> Path:
+    """The project the proxy works on: `--project`, else the one found upwards from the current
+    folder, else the current folder itself, as `annotate serve DIR --project .` takes it: a
+    static site with no docs config is reviewed too, its notes without source lines."""
+    if project is not None:
+        return find_project(project)
+    try:
+        return find_project()
+    except ProjectNotFound:
+        return Path.cwd()
+
+
 def wait_until_listening(
     upstream: Upstream, process: subprocess.Popen[bytes] | None, timeout: float
 ) -> None:
@@ -110,17 +135,31 @@ def wait_until_listening(
         time.sleep(0.1)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Ctrl+C to the dev server (its whole process group), then harder if it does not stop."""
+def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
+    """`sig` to the dev server's whole process group (what it started stops with it)."""
     if process.poll() is not None:
         return
     killpg = getattr(os, "killpg", None)
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if killpg is None:  # Windows: no process groups to signal
-                process.terminate()
-            else:
-                killpg(process.pid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if killpg is None:  # Windows: no process groups to signal
+            process.terminate()
+        else:
+            killpg(process.pid, sig)
+
+
+def _stop(process: subprocess.Popen[bytes], *, interrupted: bool = False) -> None:
+    """Ctrl+C to the dev server (unless `interrupted`: sent already), then harder if it does
+    not stop."""
+    signals = [signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)]
+    if not interrupted:
+        signals.insert(0, signal.SIGINT)
+    try:
+        process.wait(0 if not interrupted else STOP_WAIT)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    for sig in signals:
+        _signal(process, sig)
         try:
             process.wait(STOP_WAIT)
             return
@@ -151,7 +190,7 @@ def run(
     command: Sequence[str] = (),
     *,
     upstream_url: str | None = None,
-    project: str | Path = ".",
+    project: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8000,
     read_only: bool = False,
@@ -161,7 +200,8 @@ def run(
     db: str | None = None,
 ) -> int:
     """Proxy a dev server until interrupted; the exit code (the dev server's when it stopped).
-    `db`: another store than the project's file (an SQLite file or a `postgresql://` URL)."""
+    `project`: as `project_for` takes it. `db`: another store than the project's file (an SQLite
+    file or a `postgresql://` URL)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     if not command and not upstream_url:
         raise ValidationError(
@@ -169,10 +209,12 @@ def run(
             "address of a running one (--upstream http://127.0.0.1:8001)",
             "upstream",
         )
+    project = project_for(project)
     store = open_store(project, db=db)
     token = TokenFile(project)
     sock = bind(host, port)
     process: subprocess.Popen[bytes] | None = None
+    interrupted = threading.Event()
     try:
         if command:
             if upstream_url:
@@ -185,8 +227,9 @@ def run(
             else:
                 args, address = dev_command(command, free_port(), "127.0.0.1")
                 upstream = parse_upstream(address, allow_remote=allow_remote_upstream)
+            args = [program(args[0]), *args[1:]]
             try:
-                # Its own process group: Ctrl+C reaches it once, from us, after the proxy stops
+                # Its own process group: Ctrl+C reaches it once, from us, when the proxy stops
                 # taking requests, and nothing it starts outlives it.
                 process = subprocess.Popen(args, start_new_session=os.name == "posix")
             except OSError as e:
@@ -197,15 +240,21 @@ def run(
             assert upstream_url is not None
             upstream = parse_upstream(upstream_url, allow_remote=allow_remote_upstream)
         wait_until_listening(upstream, process, timeout)
+        if db is None and config_file(Path(project)) is None:
+            echo(
+                f"No site config (zensical.toml, mkdocs.yml…) in {project}: notes are kept in "
+                f"{store.path} without source lines."
+            )
         code = _serve(
             upstream, sock, store, token, host=host, read_only=read_only, echo=echo,
-            process=process, command=command,
+            process=process, interrupted=interrupted,
         )  # fmt: skip
     finally:
         if process is not None:
-            _stop(process)
+            _stop(process, interrupted=interrupted.is_set())
         sock.close()
         store.close()
+        gc.freeze()  # what serving made: not walked again at exit either
     return code
 
 
@@ -219,7 +268,7 @@ def _serve(
     read_only: bool,
     echo: Callable[[str], None],
     process: subprocess.Popen[bytes] | None,
-    command: Sequence[str],
+    interrupted: threading.Event,
 ) -> int:
     import uvicorn
 
@@ -244,13 +293,31 @@ def _serve(
         timeout_graceful_shutdown=2,
     )
     server = feed_server(config, app.state.feed)
+    stop_server = server.handle_exit
+
+    def handle_exit(sig: int, frame: FrameType | None) -> None:
+        # Everything stops at once (issue #27): the proxy ends its forwarded long polls and
+        # WebSockets, which would otherwise hold uvicorn's shutdown, and the dev server gets its
+        # Ctrl+C now, not after the proxy is done.
+        if not interrupted.is_set():
+            interrupted.set()
+            proxy.stop()
+            if process is not None:
+                _signal(process, signal.SIGINT)
+        stop_server(sig, frame)
+
+    # uvicorn installs `server.handle_exit` as its signal handler when it starts.
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
     stopped_by: list[int] = []
     if process is not None:
 
         def watch() -> None:
-            # The dev server stopped on its own (a crash, a config error): so does the proxy.
-            stopped_by.append(process.wait())
-            server.should_exit = True
+            code = process.wait()
+            if not interrupted.is_set():
+                # The dev server stopped on its own (a crash, a config error): so does the proxy.
+                stopped_by.append(code)
+                proxy.stop()
+                server.should_exit = True
 
         threading.Thread(target=watch, daemon=True).start()
     base = f"http://{url_host(host)}:{sock.getsockname()[1]}/"
@@ -263,6 +330,10 @@ def _serve(
             "proxy and the dev server's pages through it; the token still guards every change."
         )
     _stop_on_signals(server)
+    # What is loaded by now lives until the end: out of the collector's way, it is not walked
+    # at every full collection while serving, nor once more when the process exits (about 1 s
+    # of a 2 s Ctrl+C with the MCP SDK loaded).
+    gc.freeze()
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     if stopped_by:

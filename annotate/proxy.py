@@ -25,7 +25,7 @@ import logging
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -37,7 +37,14 @@ from .web.responses import error_response
 from .web.security import TOKEN_HEADER, Guard, is_loopback
 from .web.static import FRAME_HEADERS, inject
 
-__all__ = ["ABSOLUTE_TARGET", "Proxy", "TargetCheckProtocol", "Upstream", "parse_upstream"]
+__all__ = [
+    "ABSOLUTE_TARGET",
+    "Limits",
+    "Proxy",
+    "TargetCheckProtocol",
+    "Upstream",
+    "parse_upstream",
+]
 
 log = logging.getLogger("annotate.proxy")
 
@@ -60,10 +67,9 @@ HOP_BY_HOP = frozenset(
     }
 )
 TOKEN = TOKEN_HEADER.lower().encode("latin-1")
-# A page larger than this is passed through without the overlay rather than held in memory.
-MAX_HTML = 32 * 1024 * 1024
-READ_SIZE = 64 * 1024
 IDLE_CONNECTIONS = 16
+# Reading from the upstream pauses while this much of a streamed body waits for the browser.
+PAUSE_AT = 1024 * 1024
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 # The encodings the proxy can undo to inject the overlay; on HTML-looking requests the upstream is
 # asked for these only (a br or zstd page could not be injected).
@@ -75,6 +81,24 @@ DECODERS: dict[bytes, Callable[[], Any]] = {
 }
 # Answers without a body whatever their headers say (RFC 9112 §6.3).
 NO_BODY_STATUSES = frozenset({204, 304})
+# The largest WebSocket message taken from the upstream (uvicorn's own limit the other way).
+WEBSOCKET_MESSAGE = 16 * 1024 * 1024
+# The folder of the store and the token (annotate/paths): never forwarded, in case the dev server
+# serves the project folder itself (`python -m http.server` in a folder of HTML).
+STORE_FOLDER = ".annotate"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much the proxy takes from its upstream, and for how long (issue #32): a dev server
+    is trusted with the pages, not with the proxy's memory or time."""
+
+    page: int = 32 * 1024 * 1024  # bytes of an HTML page held to inject, before and after gzip
+    head: int = 64 * 1024  # bytes of an answer's status line and headers (502 beyond)
+    first_byte: float = 90.0  # s until an answer starts (MkDocs' reload long-poll holds 60 s)
+    head_time: float = 10.0  # s from an answer's first byte to the end of its headers (504)
+    page_time: float = 10.0  # s for a page held to inject; then it streams on untouched
+    idle: float = 90.0  # s without a byte while a body streams: the answer is cut
 
 
 @dataclass(frozen=True)
@@ -140,36 +164,81 @@ class TargetCheckProtocol(HttpToolsProtocol):
             self.scope[ABSOLUTE_TARGET] = True  # type: ignore[literal-required]
 
 
-class _Connection:
-    """One HTTP/1.1 connection to the upstream."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
+class UpstreamGone(Exception):
+    """The upstream closed or refused the connection before answering."""
 
 
-class _Response:
-    """The upstream's answer as httptools parses it."""
+class UpstreamTimeout(Exception):
+    """The upstream took longer than `Limits` allows."""
 
-    def __init__(self) -> None:
+
+class _Trailing(Exception):
+    """Raised in the parser's callback to stop at the first complete answer."""
+
+
+class _Answer:
+    """One answer of the upstream, parsed by httptools as its bytes arrive.
+
+    Only the first complete answer counts: bytes after it (past its `Content-Length`, after its
+    last chunk) are never relayed, and the connection is not used again. The head (1xx answers
+    included) is refused past `max_head` bytes; httptools itself would buffer any length."""
+
+    def __init__(self, max_head: int) -> None:
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.headers_done = False
         self.done = False
         self.body: list[bytes] = []
+        self.buffered = 0
         self.keep_alive = True
+        self.head_bytes = 0
+        self.max_head = max_head
+        self.trailing = False  # bytes came after the complete answer
+        self.error = ""  # not valid HTTP, or a head too large: the answer is refused (502)
         self.parser = httptools.HttpResponseParser(self)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+    @property
+    def head_ready(self) -> bool:
+        """The final (non-1xx) answer's head is complete."""
+        return self.headers_done and self.status >= 200
+
+    def feed(self, data: bytes) -> None:
+        if self.done:
+            self.trailing = True
+            return
+        if not self.head_ready:
+            self.head_bytes += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            pass  # the body of an upgrade answer is not ours to read: it ends here
+        except httptools.HttpParserError as e:
+            if self.done or self.trailing:
+                self.trailing = True  # the answer was complete; what came after is not HTTP
+            elif not self.error:
+                self.error = f"the dev server's answer is not valid HTTP: {e}"
+        if not self.head_ready and self.head_bytes > self.max_head and not self.error:
+            self.error = f"the dev server's answer has over {self.max_head // 1024} KB of headers"
+
+    def take_body(self) -> bytes:
+        data = b"".join(self.body)
+        self.body.clear()
+        self.buffered = 0
+        return data
 
     # httptools callbacks
     def on_message_begin(self) -> None:
-        # Also after an informational (1xx) answer: the next one starts afresh.
-        self.headers = []
-        self.headers_done = self.done = False
-        self.body.clear()
+        if self.done:
+            if self.status >= 200:
+                self.trailing = True
+                raise _Trailing
+            # After an informational (1xx) answer: the next one starts afresh.
+            self.headers = []
+            self.headers_done = self.done = False
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
@@ -181,18 +250,120 @@ class _Response:
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
+        self.buffered += len(body)
 
     def on_message_complete(self) -> None:
         self.done = True
 
-    def take_body(self) -> bytes:
-        data = b"".join(self.body)
-        self.body.clear()
-        return data
+
+class _Link(asyncio.Protocol):
+    """One HTTP/1.1 connection to the upstream, feeding its bytes straight to the parser.
+
+    No stream reader between the socket and httptools: an answer is parsed as it arrives, a
+    connection the upstream closes while pooled is known at once, and bytes on a connection
+    nobody asked anything of (a second answer, a late one) end it instead of answering the next
+    request."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.answer: _Answer | None = None
+        self.lost = False
+        self.reusable = True
+        self.reading_paused = False
+        self.pause_at = PAUSE_AT  # a page held whole for the overlay raises it to its limit
+        self._waiter: asyncio.Future[bool] | None = None
+        self._drained: asyncio.Future[None] | None = None
+
+    # asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but have its methods.
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        answer = self.answer
+        if answer is None:
+            self.close()  # bytes nobody asked for
+            return
+        answer.feed(data)
+        if answer.trailing or answer.error:
+            # What it parsed stays with the answer; nothing more is read from this connection.
+            self.close()
+            self._wake()
+            return
+        if answer.buffered > self.pause_at and not self.reading_paused and self.transport:
+            self.transport.pause_reading()  # the browser reads slower than the upstream writes
+            self.reading_paused = True
+        self._wake()
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.reusable = False
+        self._wake()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._drained = self.loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._drained = None
+
+    # used by the proxy
+    def write(self, data: bytes) -> None:
+        if self.lost or self.transport is None:
+            raise UpstreamGone("the connection closed")
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        if self._drained is not None:
+            await self._drained
+        if self.lost:
+            raise UpstreamGone("the connection closed")
+
+    def resume(self) -> None:
+        """Read again once the browser has taken what was buffered."""
+        if self.reading_paused and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    async def wait(self, timeout: float) -> bool:
+        """Until more of the answer arrived or the connection ended: False when `timeout` s
+        passed first."""
+        if self.lost:
+            return True
+        waiter: asyncio.Future[bool] = self.loop.create_future()
+        self._waiter = waiter
+        timer = self.loop.call_later(max(timeout, 0.0), _settle, waiter, False)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None:
+            _settle(self._waiter, True)
+
+    def close(self) -> None:
+        self.reusable = False
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        self.reusable = False
+        if self.transport is not None:
+            self.transport.abort()
 
 
-class UpstreamGone(Exception):
-    """The upstream closed or refused the connection before answering."""
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
 
 
 class Proxy:
@@ -206,11 +377,21 @@ class Proxy:
         *,
         token: Callable[[], str],
         allowed_hosts: Iterable[str] = (),
+        limits: Limits | None = None,
     ) -> None:
         self.upstream = upstream
         self.annotate_app = annotate_app
         self.snippet = snippet
-        self.idle: list[_Connection] = []
+        self.token = token
+        # The snippet for the current token: building it looks up the overlay files' hashes,
+        # which was most of what the proxy spent on a page (issue #27, benchmarks/proxy.py).
+        self._snippet: tuple[str, str] = ("", "")
+        self.limits = limits or Limits()
+        self.idle: list[_Link] = []
+        self.busy: set[_Link] = set()
+        self.sockets: set[Any] = set()  # open WebSockets to the upstream
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
         # The Host and Origin rules of `annotate serve`, on every path the proxy forwards.
         self.forward = Guard(
             self._forward, token=token, allowed_hosts=allowed_hosts, methods=lambda path: None
@@ -220,6 +401,8 @@ class Proxy:
         kind = scope["type"]
         if kind not in ("http", "websocket"):
             return
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
         path = scope["path"]
         if scope.get(ABSOLUTE_TARGET) or not path.startswith("/"):
             await self._refuse(
@@ -232,7 +415,29 @@ class Proxy:
         if path == "/__annotate" or path.startswith("/__annotate/"):
             await self.annotate_app(scope, receive, send)
             return
+        if STORE_FOLDER in path.lower().split("/"):
+            # The store and the token, when the project is the folder a static server serves.
+            await self._refuse(scope, receive, send, 404, "Not forwarded: annotate's own files")
+            return
         await self.forward(scope, receive, send)
+
+    def stop(self) -> None:
+        """End every forwarded request and WebSocket now: the server is stopping. Safe to call
+        from a signal handler (the work is done in the event loop)."""
+        if self.loop is None or self.stopping:
+            self.stopping = True
+            return
+        self.stopping = True
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            self.loop.call_soon_threadsafe(self._stop_now)
+
+    def _stop_now(self) -> None:
+        for link in [*self.busy, *self.idle]:
+            link.abort()
+        self.idle.clear()
+        for socket in list(self.sockets):
+            with contextlib.suppress(Exception):
+                socket.transport.abort()
 
     async def _refuse(
         self, scope: Scope, receive: Receive, send: Send, status: int, message: str
@@ -278,18 +483,34 @@ class Proxy:
             lines.append(b"transfer-encoding: chunked")
         return b"\r\n".join(lines) + b"\r\n\r\n"
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> _Link:
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.open_connection(self.upstream.host, self.upstream.port)
+            _, link = await loop.create_connection(
+                lambda: _Link(loop), self.upstream.host, self.upstream.port
+            )
         except OSError as e:
             raise UpstreamGone(str(e)) from None
-        return _Connection(reader, writer)
+        return link
 
-    def _release(self, conn: _Connection) -> None:
-        if len(self.idle) < IDLE_CONNECTIONS and not conn.reader.at_eof():
-            self.idle.append(conn)
+    def _pooled(self) -> _Link | None:
+        while self.idle:
+            link = self.idle.pop()
+            if link.reusable and not link.lost:
+                return link
+        return None
+
+    def _release(self, link: _Link) -> None:
+        link.answer = None
+        if (
+            link.reusable
+            and not link.lost
+            and not self.stopping
+            and len(self.idle) < IDLE_CONNECTIONS
+        ):
+            self.idle.append(link)
         else:
-            conn.close()
+            link.close()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
@@ -300,91 +521,91 @@ class Proxy:
         head = self._request_head(scope, html=html, chunked=chunked)
         # A pooled connection the upstream has closed meanwhile fails at once: a request without
         # a body is then sent again on a new one (a streamed body cannot be replayed).
-        for attempt in range(2):
-            pooled = attempt == 0 and bool(self.idle) and not has_body
+        pooled = None if has_body else self._pooled()
+        while True:
             try:
-                conn = self.idle.pop() if pooled else await self._connect()
+                link = pooled or await self._connect()
             except UpstreamGone as e:
-                await _bad_gateway(scope, send, str(e))
+                await self._bad_gateway(scope, send, str(e))
                 return
+            answer = link.answer = _Answer(self.limits.head)
+            self.busy.add(link)
             try:
-                conn.writer.write(head)
+                link.write(head)
                 if has_body:
-                    await self._send_body(conn, receive, chunked)
-                else:
-                    await conn.writer.drain()
-                answer = _Response()
-                first = await conn.reader.read(READ_SIZE)
-                if not first:
-                    raise UpstreamGone("the connection closed before an answer")
-            except (OSError, UpstreamGone) as e:
-                conn.close()
-                if pooled:
-                    continue
-                await _bad_gateway(scope, send, str(e))
+                    await self._send_body(link, receive, chunked)
+                await self._head(link, answer)
+                break
+            except (UpstreamGone, UpstreamTimeout) as e:
+                self.busy.discard(link)
+                link.close()
+                if pooled is not None and not answer.head_bytes and not self.stopping:
+                    pooled = None
+                    if isinstance(e, UpstreamGone):
+                        continue
+                timeout = isinstance(e, UpstreamTimeout)
+                await self._bad_gateway(scope, send, str(e), status=504 if timeout else 502)
                 return
-            break
+            except BaseException:
+                self.busy.discard(link)
+                link.close()
+                raise
         try:
-            reusable = await self._relay(conn, answer, first, scope, send, html=html)
+            complete = await self._relay(link, answer, scope, send, html=html)
         except BaseException:
-            conn.close()
+            link.close()
             raise
-        if reusable:
-            self._release(conn)
+        finally:
+            self.busy.discard(link)
+        if complete and answer.keep_alive and not answer.trailing:
+            self._release(link)
         else:
-            conn.close()
+            link.close()
 
-    async def _send_body(self, conn: _Connection, receive: Receive, chunked: bool) -> None:
+    async def _send_body(self, link: _Link, receive: Receive, chunked: bool) -> None:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 raise UpstreamGone("the browser went away")
             chunk = message.get("body", b"")
             if chunk:
-                conn.writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
-                await conn.writer.drain()
+                link.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                await link.drain()
             if not message.get("more_body", False):
                 break
         if chunked:
-            conn.writer.write(b"0\r\n\r\n")
-        await conn.writer.drain()
+            link.write(b"0\r\n\r\n")
+        await link.drain()
 
-    async def _read(self, conn: _Connection, answer: _Response, data: bytes) -> bool:
-        """Parse `data`, or the next bytes from the connection; False at its end."""
-        if not data:
-            data = await conn.reader.read(READ_SIZE)
-            if not data:
-                return False
-        with contextlib.suppress(httptools.HttpParserUpgrade):
-            answer.parser.feed_data(data)
-        return True
+    async def _head(self, link: _Link, answer: _Answer) -> None:
+        """Wait for the answer's head: its first byte within `first_byte` s (a long poll holds
+        it), the rest within `head_time` s of it."""
+        limits = self.limits
+        deadline = 0.0
+        while not answer.head_ready and not answer.error:
+            if link.lost:
+                what = "its headers" if answer.head_bytes else "an answer"
+                raise UpstreamGone(f"the connection closed before {what}")
+            if answer.head_bytes:
+                now = self._now()
+                deadline = deadline or now + limits.head_time
+                arrived = now < deadline and await link.wait(deadline - now)
+                if not arrived and not answer.head_ready:
+                    raise UpstreamTimeout(f"its headers took over {limits.head_time:g} s to arrive")
+            elif not await link.wait(limits.first_byte):
+                raise UpstreamTimeout(f"no answer in {limits.first_byte:g} s")
+
+    def _now(self) -> float:
+        assert self.loop is not None
+        return self.loop.time()
 
     async def _relay(
-        self,
-        conn: _Connection,
-        answer: _Response,
-        data: bytes,
-        scope: Scope,
-        send: Send,
-        *,
-        html: bool,
+        self, link: _Link, answer: _Answer, scope: Scope, send: Send, *, html: bool
     ) -> bool:
-        """Send the upstream's answer on; True when the connection can serve another request."""
-        try:
-            # Informational answers (103 Early Hints) are not relayed: ASGI cannot send them.
-            while True:
-                while not answer.headers_done:
-                    if not await self._read(conn, answer, data):
-                        raise UpstreamGone("the connection closed in the answer's headers")
-                    data = b""
-                if answer.status >= 200:
-                    break
-                answer.headers_done = False
-        except httptools.HttpParserError as e:
-            await _bad_gateway(scope, send, f"the dev server's answer is not valid HTTP: {e}")
-            return False
-        except UpstreamGone as e:
-            await _bad_gateway(scope, send, str(e))
+        """Send the upstream's answer on; True when it was complete (the connection can serve
+        another request if the upstream keeps it)."""
+        if answer.error:
+            await self._bad_gateway(scope, send, answer.error)
             return False
         status = answer.status
         headers = [(n.lower(), v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
@@ -393,63 +614,81 @@ class Proxy:
         if bodiless:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
-            return answer.done and answer.keep_alive and not answer.body
+            # A body after a bodiless answer's head would be read as the next answer.
+            return answer.done and not answer.body
         content_type = _header(headers, b"content-type").split(b";")[0].strip().lower()
         encoding = _header(headers, b"content-encoding").strip().lower()
-        if (
+        injectable = (
             status == 200
             and content_type in HTML_TYPES
             and (not encoding or encoding == b"identity" or encoding in DECODERS)
-        ):
-            page = await self._whole_body(conn, answer)
-            if page is not None:
-                await self._send_page(page, headers, encoding, send)
-                return answer.done and answer.keep_alive
-            # Too large: what was read goes on as it is, and the rest streams after it.
+        )
+        if injectable and await self._whole_body(link, answer):
+            page = answer.take_body()
+            link.resume()
+            await self._send_page(page, headers, encoding, send)
+            return answer.done
+        # Not a page, or too large or too slow: what was read goes on as it is, the rest after.
         await send({"type": "http.response.start", "status": status, "headers": headers})
+        idle = self.limits.idle
         while True:
             chunk = answer.take_body()
+            link.resume()
             if chunk:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if answer.done:
                 break
-            try:
-                more = await self._read(conn, answer, b"")
-            except httptools.HttpParserError:
-                more = False
-            if not more:
-                answer.keep_alive = False
-                break
+            if link.lost:
+                if _delimited(answer.headers) and not (self.stopping and _chunked(headers)):
+                    return False  # cut short: the browser must not take it for the whole body
+                break  # a body that ends with the connection, or a stream ended by Ctrl+C
+            if not await link.wait(idle):
+                log.warning("%s: no data from the dev server for %g s", scope["path"], idle)
+                return False
+            if answer.failed:
+                return False
         await send({"type": "http.response.body", "body": b""})
-        return answer.done and answer.keep_alive
+        return answer.done
 
-    async def _whole_body(self, conn: _Connection, answer: _Response) -> bytes | None:
-        size = sum(len(b) for b in answer.body)
-        while not answer.done:
-            if size > MAX_HTML:
-                return None
-            if not await self._read(conn, answer, b""):
-                answer.keep_alive = False  # a body that ends with the connection
-                break
-            size = sum(len(b) for b in answer.body)
-        return answer.take_body()
+    async def _whole_body(self, link: _Link, answer: _Answer) -> bool:
+        """Read the whole page within the limits; False when it is too large or too slow."""
+        limits = self.limits
+        deadline = self._now() + limits.page_time
+        link.pause_at = limits.page
+        try:
+            while not answer.done and not link.lost:
+                if answer.buffered > limits.page or answer.failed:
+                    return False
+                remaining = deadline - self._now()
+                if remaining <= 0 or not await link.wait(min(remaining, limits.idle)):
+                    return False
+        finally:
+            link.pause_at = PAUSE_AT
+        return answer.buffered <= limits.page
 
     async def _send_page(
         self, page: bytes, headers: list[tuple[bytes, bytes]], encoding: bytes, send: Send
     ) -> None:
-        body = page
-        try:
-            if encoding in DECODERS:
-                body = DECODERS[encoding]().decompress(page)
-        except zlib.error:
-            body = b""  # not what it claims to be: sent on untouched
+        body = _inflate(page, encoding, self.limits.page) if encoding in DECODERS else page
         if body:
-            body = inject(body, self.snippet())
+            body = inject(body, self._current_snippet())
             headers = _page_headers(headers, len(body))
         else:
-            body = page
+            body = page  # not what it claims to be, or too large inflated: sent on untouched
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _current_snippet(self) -> str:
+        token = self.token()
+        if self._snippet[0] != token:
+            self._snippet = (token, self.snippet())
+        return self._snippet[1]
+
+    async def _bad_gateway(self, scope: Scope, send: Send, why: str, status: int = 502) -> None:
+        if self.stopping:
+            await _plain(send, 503, "annotate proxy is stopping.\n")
+        else:
+            await _bad_gateway(scope, send, why, status)
 
     def _rewrite_location(self, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         # A redirect to the upstream's own address would take the browser past the proxy.
@@ -500,8 +739,9 @@ class Proxy:
                 subprotocols=scope.get("subprotocols") or None,
                 compression=None,
                 ping_interval=None,
-                max_size=None,
+                max_size=WEBSOCKET_MESSAGE,
                 open_timeout=10,
+                close_timeout=1,
                 user_agent_header=None,
                 proxy=None,
             )
@@ -515,7 +755,9 @@ class Proxy:
             while True:
                 message = await receive()
                 if message["type"] == "websocket.disconnect":
-                    await upstream.close(message.get("code", 1000))
+                    code = message.get("code", 1000)
+                    # 1005, 1006, 1015 describe a close; they are never sent (RFC 6455 §7.4.1).
+                    await upstream.close(1000 if code in (1005, 1006, 1015) else code)
                     return
                 data = message.get("text")
                 await upstream.send(message.get("bytes") or b"" if data is None else data)
@@ -529,7 +771,7 @@ class Proxy:
                         await send({"type": "websocket.send", "bytes": data})
             except ConnectionClosed:
                 pass
-            code = upstream.close_code or 1000
+            code = 1001 if self.stopping else upstream.close_code or 1000
             with contextlib.suppress(Exception):
                 await send(
                     {
@@ -540,14 +782,19 @@ class Proxy:
                 )
 
         tasks = [asyncio.ensure_future(to_upstream()), asyncio.ensure_future(to_browser())]
+        self.sockets.add(upstream)
+        if self.stopping:
+            self._stop_now()
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self.sockets.discard(upstream)
             for task in tasks:
                 task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.gather(*tasks, return_exceptions=True)
-            await upstream.close()
+            with contextlib.suppress(Exception):
+                await upstream.close()
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
@@ -586,14 +833,45 @@ def _page_headers(headers: list[tuple[bytes, bytes]], length: int) -> list[tuple
     return out
 
 
-async def _bad_gateway(scope: Scope, send: Send, why: str) -> None:
-    body = (
+def _delimited(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The answer says where its body ends (a length or chunks): a connection closing before
+    that cut it short."""
+    return any(n.lower() in (b"content-length", b"transfer-encoding") for n, _ in headers)
+
+
+def _chunked(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The answer goes to the browser in chunks (uvicorn's way without a length): ending it
+    early is a clean end."""
+    return not any(n == b"content-length" for n, _ in headers)
+
+
+def _inflate(data: bytes, encoding: bytes, limit: int) -> bytes:
+    """`data` decoded, or b"" when it is not valid in `encoding` or inflates past `limit`
+    bytes (a gzip bomb: 300 KB that inflate to 300 MB); the inflater stops at the limit."""
+    inflater = DECODERS[encoding]()
+    try:
+        body: bytes = inflater.decompress(data, limit + 1)
+    except zlib.error:
+        return b""
+    if len(body) > limit or inflater.unconsumed_tail:
+        return b""
+    return body
+
+
+async def _bad_gateway(scope: Scope, send: Send, why: str, status: int = 502) -> None:
+    await _plain(
+        send,
+        status,
         f"annotate proxy: the dev server did not answer ({why}). Is it running? "
-        "The page will work again once it is.\n"
-    ).encode()
+        "The page will work again once it is.\n",
+    )
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = text.encode()
     message: Message = {
         "type": "http.response.start",
-        "status": 502,
+        "status": status,
         "headers": [
             (b"content-type", b"text/plain; charset=utf-8"),
             (b"content-length", str(len(body)).encode("ascii")),
