@@ -1,4 +1,5 @@
-"""`annotate mcp`: the MCP server over stdio (docs/mcp.md), with the official `mcp` SDK.
+"""`annotate mcp`'s tools and prompts (docs/mcp.md), with the official `mcp` SDK; served over stdio
+(`serve_stdio`, run by annotate/compose.py) and HTTP (annotate/mcp_http.py).
 
 A drop-in for astro-inline-review's MCP server: the same eight tools,
 parameters and error texts, results as JSON text (compact; indented as it sends them with
@@ -26,7 +27,7 @@ import anyio.to_thread
 import mcp_types
 import pydantic
 import pydantic_core
-from mcp.server.apps import client_supports_apps
+from mcp.server.apps import Apps, client_supports_apps
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
@@ -65,7 +66,7 @@ from .models import Annotation, PageNote, Review, lean_item
 from .validation import SURROGATE, refuse_surrogates
 from .visible import HIDDEN, visible, visible_json
 
-__all__ = ["PROMPTS", "TOOLS", "build_server", "run"]
+__all__ = ["PROMPTS", "TOOLS", "build_server", "serve_stdio", "text_result", "to_json"]
 
 TOOLS = (
     "list_annotations",
@@ -146,11 +147,12 @@ class _Stores:
             return self._store
 
 
-def _result(text: str, *, error: bool = False) -> CallToolResult:
+def text_result(text: str, *, error: bool = False) -> CallToolResult:
+    """A tool's answer: one text block, an `isError` one with `error`."""
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
-def _json(data: Any, *, pretty: bool = False) -> str:
+def to_json(data: Any, *, pretty: bool = False) -> str:
     """Compact JSON (issue #27: an agent pays for every space it reads), indented when asked
     (`annotate mcp --pretty`). pydantic-core's encoder writes what json.dumps(ensure_ascii=False)
     does, faster (benchmarks/mcp.py)."""
@@ -188,19 +190,22 @@ def build_server(
     *,
     store: store_module.Store | None = None,
     pretty: bool = False,
+    view: Callable[[Callable[[], store_module.Store]], Apps] | None = None,
 ) -> MCPServer:
     """The MCP server for the store of `project` (found upwards from the current folder when
     None), or of the database file `db`, or the open `store` (the web app's, annotate/mcp_http.py).
-    Answers are compact JSON, indented with `pretty`."""
+    Answers are compact JSON, indented with `pretty`. `view`: the MCP Apps extension of the
+    review view in the chat on the store it is given (annotate/compose.py puts
+    `chatview.build_apps` there)."""
     stores = _Stores(project, db, store)
-    dump = functools.partial(_json, pretty=pretty)
+    dump = functools.partial(to_json, pretty=pretty)
     server = MCPServer(
         name="mkdocs-annotate",
         title="mkdocs-annotate review notes",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        extensions=[chatview.build_apps(stores.get)],
+        extensions=[] if view is None else [view(stores.get)],
     )
 
     def call(
@@ -210,8 +215,8 @@ def build_server(
             out = fn(stores.get())
         except AnnotateError as e:
             # `public`: a PostgreSQL store's address stays in the log (issue #32).
-            return _result(e.public, error=True)
-        return out if raw else _result(out if text else dump(out))
+            return text_result(e.public, error=True)
+        return out if raw else text_result(out if text else dump(out))
 
     def tool(description: str, annotations: ToolAnnotations = WRITE) -> Callable[[Any], Any]:
         return server.tool(description=description, annotations=annotations)
@@ -237,7 +242,7 @@ def build_server(
             found = s.list_annotations(
                 pageUrl, status, limit=limit + 1, offset=offset, branch=branch
             )
-            result = _result(dump(_items(found[:limit], s)))
+            result = text_result(dump(_items(found[:limit], s)))
             # Second blocks keep the first one the reference's plain JSON array.
             if len(found) > limit:
                 result.content.append(TextContent(type="text", text=MORE.format(
@@ -257,7 +262,7 @@ def build_server(
     ) -> CallToolResult:
         def notes(s: store_module.Store) -> CallToolResult:
             found = s.list_page_notes(pageUrl, status, branch=branch)
-            result = _result(dump(_items(found, s)))
+            result = text_result(dump(_items(found, s)))
             _hint(s, result, pageUrl, found)
             return result
 
@@ -566,7 +571,7 @@ def _strict_arguments(server: MCPServer, params: CallToolRequestParams) -> CallT
             f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
             for err in e.errors(include_url=False)
         )
-        return _result(f"Invalid arguments for {params.name}: {problems}", error=True)
+        return text_result(f"Invalid arguments for {params.name}: {problems}", error=True)
     return None
 
 
@@ -622,14 +627,8 @@ def _hint(
             result.content.append(TextContent(type="text", text=hint))
 
 
-def run(
-    project: str | Path | None = None, db: str | Path | None = None, *, pretty: bool = False
-) -> None:
-    """Serve the MCP tools over stdio until the client closes the connection."""
-    anyio.run(_serve_stdio, build_server(project, db, pretty=pretty))
-
-
-async def _serve_stdio(server: MCPServer) -> None:
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve `server` over stdio until the client closes (`annotate mcp`, `annotate mcp --remote`)."""
     # As MCPServer.run_stdio_async, with stdin read through _Stdin. The SDK types `stdin` as
     # anyio.AsyncFile[str] but only iterates its lines (`async for`), which _Stdin does.
     stdin = _Stdin(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
@@ -708,7 +707,7 @@ def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | 
     except ValidationError as e:
         text = e.message
     if message.get("method") == "tools/call":
-        result = _result(text, error=True).model_dump(by_alias=True, exclude_none=True)
+        result = text_result(text, error=True).model_dump(by_alias=True, exclude_none=True)
         return mcp_types.JSONRPCResponse(jsonrpc="2.0", id=id, result=result)
     error = mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=text)
     return mcp_types.JSONRPCError(jsonrpc="2.0", id=id, error=error)

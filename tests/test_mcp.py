@@ -19,8 +19,9 @@ from mcp import Client
 
 import annotate
 from annotate import mcp_server
+from annotate.compose import build_server
 from annotate.export import render
-from annotate.mcp_server import TOOLS, build_server
+from annotate.mcp_server import TOOLS
 
 from .conftest import element_note, text_note, write_project
 
