@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message
 from . import __version__, chat
 from .errors import AnnotateError
 from .mcp_http import bearer
+from .mcp_tools import TABLE
 from .store import Store
 from .validation import refuse_surrogates
 from .web.static import (
@@ -43,9 +44,10 @@ from .web.static import (
 __all__ = ["APP_ONLY", "POLL_S", "RESOURCE_URI", "TOOLS", "WebApp", "build_apps", "view_html"]
 
 RESOURCE_URI = "ui://annotate/review.html"
-TOOLS = ("open_review", "chat_page", "chat_api")
-# Listed only to clients that render MCP Apps (annotate/mcp_server.py): the view calls them.
-APP_ONLY = ("chat_page", "chat_api")
+# The view's rows of the tools' table (annotate/mcp_tools.py); the app-only ones are listed only to
+# clients that render MCP Apps (annotate/mcp_server.py): the view calls them.
+TOOLS = tuple(t.name for t in TABLE if t.call is None)
+APP_ONLY = tuple(t.name for t in TABLE if t.app_only)
 # The view's change feed waits this long in one `chat_api` call at most: each wait is a tool call
 # through the host, and hosts time out long ones.
 POLL_S = 8.0

@@ -62,26 +62,20 @@ from .compose import build_server
 from .errors import AnnotateError
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
 from .mcp_http import MCP_PATH
-from .mcp_server import MAX_LIST, SELECTIONS, serve_stdio, text_result, to_json
+from .mcp_server import MAX_LIST, SELECTIONS, serve_stdio
+from .mcp_tools import answering, text_result, to_json
 from .models import Annotation, PageNote, Reply, Summary, lean_item
 from .store import _annotation, _page_note, _reply
 
 __all__ = ["Remote", "build_remote_server", "run_remote"]
 
-# Answers that are one item, or a list of items, whose `source` is located again here.
-ONE_ITEM = frozenset(
-    {
-        "get_annotation",
-        "address_annotation",
-        "set_in_progress",
-        "add_agent_reply",
-        "update_annotation_target",
-    }
-)
-ITEM_LISTS = frozenset({"list_annotations", "list_page_notes"})
-# Answers that may hold text annotations: their calls ask the server for the notes' selections.
-SELECTED = ONE_ITEM | {"list_annotations"}
-REVIEWS = frozenset({"wait_for_review", "get_review"})
+# Answers that are one item, or a list of items, whose `source` is located again here; answers
+# that may hold text annotations, whose calls ask the server for the notes' selections; reviews,
+# whose notes' `at` is. From the tools' table (annotate/mcp_tools.py).
+ONE_ITEM = answering("note")
+ITEM_LISTS = answering("notes", "page notes")
+SELECTED = answering("note", "notes")
+REVIEWS = answering("review")
 # A call's `_meta` asking for the selections (mcp_server.SELECTIONS). A key among the extra items
 # RequestParamsMeta allows (PEP 728), which mypy does not model yet: hence the cast.
 ASK_SELECTIONS = cast(RequestParamsMeta, {SELECTIONS: True})

@@ -100,6 +100,13 @@ def test_the_walk_sees_the_imports() -> None:
     assert "annotate.web.signin" in graph["annotate.web.app"]
 
 
+def test_the_tools_table_is_read_by_every_mcp_surface() -> None:
+    # One table of tools (annotate/mcp_tools.py), read by the server, the bridge and the view.
+    graph, _ = _imports(_modules())
+    readers = {m for m, out in graph.items() if "annotate.mcp_tools" in out}
+    assert {"annotate.mcp_server", "annotate.mcp_remote", "annotate.chatview"} <= readers
+
+
 def test_a_cycle_is_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
