@@ -585,7 +585,7 @@ def create_app(
     `allowed_hosts`: `Host` names accepted besides loopback (the `--host` the user chose).
     `page_sources`: page URL → Markdown path (relative to the project), recorded with
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
-    `team`: team mode (annotate/web/team.py, docs/team.md): every request is a person's, and the
+    `team`: team mode (annotate/web/signin.py, docs/team.md): every request is a person's, and the
     project token (then not needed) is not used.
     `endpoint`: also serve it at its path (the MCP tools over HTTP: `annotate.compose.create_app`
     with `mcp=`); its server must run the app's lifespan.
