@@ -3,7 +3,7 @@
 A host that renders MCP Apps (docs/chat.md) is not always at hand. This serves, on a loopback
 port, a page that is such a host (overlay/host/): it frames the view that `open_review` names,
 exactly as a chat would, and lists every message the view and the host exchange. The view's
-`tools/call` and `resources/read` reach the real MCP server (`mcp_server.build_server` of the
+`tools/call` and `resources/read` reach the real MCP server (`compose.build_server` of the
 project), through the `mcp` SDK's client announcing MCP Apps, in this process.
 
 Only the page this process served may call: every `POST call` carries the page's secret in a
@@ -34,8 +34,8 @@ from starlette.routing import Route
 
 from . import __version__
 from .chatview import RESOURCE_URI
+from .compose import build_server
 from .errors import AnnotateError
-from .mcp_server import build_server
 from .web.responses import JsonResponse, error_response
 from .web.server import bind
 from .web.static import find_overlay_dir

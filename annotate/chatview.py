@@ -31,23 +31,23 @@ from starlette.types import ASGIApp, Message
 from . import __version__, chat
 from .errors import AnnotateError
 from .mcp_http import bearer
+from .mcp_tools import TABLE
 from .store import Store
 from .validation import refuse_surrogates
-from .web.app import create_app
 from .web.static import (
     OVERLAY_SOURCES,
     SHADOW_CSS,
     find_overlay_dir,
     minify_css,
 )
-from .web.team import Settings
 
-__all__ = ["APP_ONLY", "POLL_S", "RESOURCE_URI", "TOOLS", "build_apps", "view_html"]
+__all__ = ["APP_ONLY", "POLL_S", "RESOURCE_URI", "TOOLS", "WebApp", "build_apps", "view_html"]
 
 RESOURCE_URI = "ui://annotate/review.html"
-TOOLS = ("open_review", "chat_page", "chat_api")
-# Listed only to clients that render MCP Apps (annotate/mcp_server.py): the view calls them.
-APP_ONLY = ("chat_page", "chat_api")
+# The view's rows of the tools' table (annotate/mcp_tools.py); the app-only ones are listed only to
+# clients that render MCP Apps (annotate/mcp_server.py): the view calls them.
+TOOLS = tuple(t.name for t in TABLE if t.call is None)
+APP_ONLY = tuple(t.name for t in TABLE if t.app_only)
 # The view's change feed waits this long in one `chat_api` call at most: each wait is a tool call
 # through the host, and hosts time out long ones.
 POLL_S = 8.0
@@ -65,6 +65,9 @@ VIEW_ONLY = (
     "{tool} serves the review view that open_review shows in clients that render MCP Apps; this "
     "client does not. Use the other tools."
 )
+# The web app the view's REST calls go to, over a store: with this project token, or in team mode
+# (None), where each caller's bearer token names them (annotate/compose.py's `view_app`).
+WebApp = Callable[[Store, str | None], ASGIApp]
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -139,12 +142,13 @@ class Tunnel:
 
     A team server's caller (annotate/mcp_http.py) calls in their own name: their bearer token goes
     to a team-mode app of the store, whose routes record them and refuse what their role may not
-    do (an agent accepting), as on the team server itself."""
+    do (an agent accepting), as on the team server itself. `web_app` makes either app."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, web_app: WebApp) -> None:
         self.store = store
+        self.web_app = web_app
         self.token = secrets.token_urlsafe(24)
-        self.app: ASGIApp = create_app(store, token=self.token, changes_timeout=POLL_S)
+        self.app: ASGIApp = web_app(store, self.token)
         self._team: ASGIApp | None = None
 
     async def call(
@@ -158,7 +162,7 @@ class Tunnel:
         credential = (b"x-annotate-token", self.token.encode())
         if bearer is not None:
             if self._team is None:
-                self._team = create_app(self.store, team=Settings(), changes_timeout=POLL_S)
+                self._team = self.web_app(self.store, None)
             app, credential = self._team, (b"authorization", f"Bearer {bearer}".encode())
         headers = [
             (b"host", b"127.0.0.1"),
@@ -233,9 +237,10 @@ def _check_path(path: str) -> str:
 # -- the tools ------------------------------------------------------------------------------------
 
 
-def build_apps(get_store: Callable[[], Store]) -> Apps:
+def build_apps(get_store: Callable[[], Store], web_app: WebApp) -> Apps:
     """The MCP Apps extension of `annotate mcp`: `open_review`, its view, and the view's
-    app-only tools, on the store `get_store()` opens."""
+    app-only tools, on the store `get_store()` opens; the view's REST calls go to the app
+    `web_app` makes."""
     apps = Apps()
     tunnels: dict[int, Tunnel] = {}
 
@@ -243,7 +248,7 @@ def build_apps(get_store: Callable[[], Store]) -> Apps:
         store = get_store()
         if id(store) not in tunnels:
             tunnels.clear()
-            tunnels[id(store)] = Tunnel(store)
+            tunnels[id(store)] = Tunnel(store, web_app)
         return tunnels[id(store)]
 
     apps.add_html_resource(

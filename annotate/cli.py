@@ -807,7 +807,7 @@ def mcp(
     if remote is None:
         if token_file is not None:
             raise SystemExit(_fail("--token-file is only used with --remote URL"))
-        from .mcp_server import run
+        from .compose import run
 
         if _missing_db(db):
             _created(str(db))  # made at the first tool call, by the server

@@ -1,8 +1,8 @@
 """The MCP tools over Streamable HTTP at `/__annotate/mcp` on `annotate serve` (docs/remote-agents.md).
 
-The same server as `annotate mcp` (`mcp_server.build_server`, on the web app's store), behind the
-`mcp` SDK's Streamable HTTP transport, mounted in the Starlette app (annotate/web/app.py) whose
-lifespan runs the SDK's session manager. Stateless: every request stands alone, so several workers
+The same server as `annotate mcp` (`compose.build_server`, on the web app's store), behind the
+`mcp` SDK's Streamable HTTP transport, mounted in the Starlette app (annotate/web/app.py) by
+annotate/compose.py; the app's lifespan runs the SDK's session manager. Stateless: every request stands alone, so several workers
 or instances behind a load balancer answer an agent alike, and a `wait_for_review` streams its
 progress on the response of its own POST.
 
@@ -36,7 +36,7 @@ from starlette.types import Receive, Scope, Send
 from . import strictjson
 from .identity import Person
 from .web.responses import TOO_LARGE, UNAUTHORIZED, JsonResponse, error_response
-from .web.security import BODY_LIMIT, _read_body, _replay
+from .web.security import BODY_LIMIT, read_body, replay
 
 __all__ = ["MCP_PATH", "ROLES", "Caller", "McpHttp", "Verify", "bearer", "person", "project_token"]
 
@@ -110,6 +110,9 @@ class McpHttp:
     client entered twice, a restarted server) gets a new one.
     """
 
+    path = MCP_PATH
+    methods = ("GET", "POST", "DELETE")
+
     def __init__(self, server: MCPServer, verify: Verify) -> None:
         self.server = server
         self.verify = verify
@@ -164,7 +167,7 @@ class McpHttp:
         if scope["method"] == "POST":
             # Read with the API's limit as it streams in (annotate/web/security.py): a refusal
             # is the API's JSON, not the SDK's plain-text 413.
-            body = await _read_body(receive, headers, BODY_LIMIT)
+            body = await read_body(receive, headers, BODY_LIMIT)
             if body is None:
                 response = error_response(
                     413,
@@ -180,7 +183,7 @@ class McpHttp:
                 response = JsonResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
                 await response(scope, receive, send)
                 return
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
         # As the web app does for its routes: the caller on `request.state.person`.
         scope.setdefault("state", {})["person"] = caller
         await self._manager.handle_request(scope, receive, send)

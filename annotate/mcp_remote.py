@@ -2,7 +2,7 @@
 (docs/remote-agents.md).
 
 For agents that start their MCP servers as commands. The tools, their descriptions and schemas
-are those of `annotate mcp` (`mcp_server.build_server`); each call goes to the team server's
+are those of `annotate mcp` (`compose.build_server`); each call goes to the team server's
 `/__annotate/mcp` (annotate/mcp_http.py) through the `mcp` SDK's Streamable HTTP client, with the
 token of F as bearer. What depends on the Markdown is computed here, from the agent's own checkout
 (`--project`, the files it edits), as `annotate mcp` does from its project:
@@ -58,29 +58,24 @@ from . import build as builds
 from . import context as context_module
 from . import export, reconcile
 from .agents import DEFAULT_WAIT_S, MAX_WAIT_S
+from .compose import build_server
 from .errors import AnnotateError
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
 from .mcp_http import MCP_PATH
-from .mcp_server import MAX_LIST, SELECTIONS, _json, _result, _serve_stdio, build_server
+from .mcp_server import MAX_LIST, SELECTIONS, serve_stdio
+from .mcp_tools import answering, text_result, to_json
 from .models import Annotation, PageNote, Reply, Summary, lean_item
 from .store import _annotation, _page_note, _reply
 
 __all__ = ["Remote", "build_remote_server", "run_remote"]
 
-# Answers that are one item, or a list of items, whose `source` is located again here.
-ONE_ITEM = frozenset(
-    {
-        "get_annotation",
-        "address_annotation",
-        "set_in_progress",
-        "add_agent_reply",
-        "update_annotation_target",
-    }
-)
-ITEM_LISTS = frozenset({"list_annotations", "list_page_notes"})
-# Answers that may hold text annotations: their calls ask the server for the notes' selections.
-SELECTED = ONE_ITEM | {"list_annotations"}
-REVIEWS = frozenset({"wait_for_review", "get_review"})
+# Answers that are one item, or a list of items, whose `source` is located again here; answers
+# that may hold text annotations, whose calls ask the server for the notes' selections; reviews,
+# whose notes' `at` is. From the tools' table (annotate/mcp_tools.py).
+ONE_ITEM = answering("note")
+ITEM_LISTS = answering("notes", "page notes")
+SELECTED = answering("note", "notes")
+REVIEWS = answering("review")
 # A call's `_meta` asking for the selections (mcp_server.SELECTIONS). A key among the extra items
 # RequestParamsMeta allows (PEP 728), which mypy does not model yet: hence the cast.
 ASK_SELECTIONS = cast(RequestParamsMeta, {SELECTIONS: True})
@@ -594,9 +589,9 @@ async def _relocated(
         return result
     data = json.loads(result.content[0].text)
     if name in ONE_ITEM:
-        return _with_first(result, _json(checkout.answers([data], _selections(result))[0]))
+        return _with_first(result, to_json(checkout.answers([data], _selections(result))[0]))
     if name in ITEM_LISTS:
-        return _with_first(result, _json(checkout.answers(data, _selections(result))))
+        return _with_first(result, to_json(checkout.answers(data, _selections(result))))
     if name not in REVIEWS:
         return result
     review = data.get("review", data) if name == "wait_for_review" else data
@@ -608,7 +603,7 @@ async def _relocated(
     full = [d for d in listed if d["id"] in wanted]
     briefs = {item.id: item.brief() for item in checkout.items(full, selections)}
     review["notes"] = [briefs.get(n["id"], n) for n in review["notes"]]
-    return _with_first(result, _json(data))
+    return _with_first(result, to_json(data))
 
 
 async def _export(remote: Remote, checkout: Checkout, arguments: dict[str, Any]) -> CallToolResult:
@@ -619,7 +614,7 @@ async def _export(remote: Remote, checkout: Checkout, arguments: dict[str, Any])
     notes, _ = await _listed(remote, "list_page_notes")
     annotations = [a for a in checkout.items(listed, selections) if isinstance(a, Annotation)]
     pages = [n for n in checkout.items(notes) if isinstance(n, PageNote)]
-    return _result(export.to_markdown(annotations, pages, current=checkout.build()))
+    return text_result(export.to_markdown(annotations, pages, current=checkout.build()))
 
 
 async def _summary(remote: Remote, checkout: Checkout, arguments: dict[str, Any]) -> CallToolResult:
@@ -636,7 +631,7 @@ async def _summary(remote: Remote, checkout: Checkout, arguments: dict[str, Any]
     )
     here = [a for a in checkout.items(listed, selections) if isinstance(a, Annotation)]
     data["anchorStates"] = Summary.count_anchor_states(here)
-    return _with_first(result, _json(data))
+    return _with_first(result, to_json(data))
 
 
 # Tools answered here from the server's notes (the others: the server's answer, relocated).
@@ -666,7 +661,7 @@ def build_remote_server(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         if problem is not None:
-            return _result(problem, error=True)
+            return text_result(problem, error=True)
         name, arguments = params.name, dict(params.arguments or {})
         timeout_s = CALL_TIMEOUT_S
         if name == "wait_for_review":
@@ -691,7 +686,7 @@ def build_remote_server(
                 name, arguments, timeout_s=timeout_s, progress=progress, selections=name in SELECTED
             )
         except RemoteError as e:
-            return _result(str(e), error=True)
+            return text_result(str(e), error=True)
         try:
             return _answered(await _relocated(name, result, checkout, remote))
         except (RemoteError, ValueError, KeyError, TypeError, AttributeError):
@@ -725,9 +720,9 @@ async def _context(arguments: dict[str, Any], remote: Remote, checkout: Checkout
         return found
     note = _Note(checkout, json.loads(_texts(found)[0]), _selections(found))
     try:
-        return _result(context_module.get_context(note, id, lines).text())
+        return text_result(context_module.get_context(note, id, lines).text())
     except AnnotateError as e:
-        return _result(str(e), error=True)
+        return text_result(str(e), error=True)
 
 
 def run_remote(
@@ -742,6 +737,6 @@ def run_remote(
 
     async def main() -> None:
         async with remote.running():
-            await _serve_stdio(server)
+            await serve_stdio(server)
 
     anyio.run(main)

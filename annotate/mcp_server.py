@@ -1,6 +1,8 @@
-"""`annotate mcp`: the MCP server over stdio (docs/mcp.md), with the official `mcp` SDK.
+"""`annotate mcp`'s tools and prompts (docs/mcp.md), with the official `mcp` SDK; served over stdio
+(`serve_stdio`, run by annotate/compose.py) and HTTP (annotate/mcp_http.py).
 
-A drop-in for astro-inline-review's MCP server: the same eight tools,
+The tools are the table of annotate/mcp_tools.py. A drop-in for astro-inline-review's MCP server:
+the same eight tools,
 parameters and error texts, results as JSON text (compact; indented as it sends them with
 `pretty`), plus `get_context`,
 `wait_for_review`, `summary` and the reviews, and two prompts that walk an agent through a review
@@ -12,11 +14,9 @@ arguments get the SDK's validation message. Nothing but protocol goes to stdout.
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import sys
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,10 +25,9 @@ import anyio
 import anyio.to_thread
 import mcp_types
 import pydantic
-import pydantic_core
-from mcp.server.apps import client_supports_apps
+from mcp.server.apps import Apps, client_supports_apps
 from mcp.server.context import ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -38,68 +37,35 @@ from mcp.types import (
     CallToolResult,
     ListToolsResult,
     TextContent,
-    ToolAnnotations,
 )
 from pydantic import Field
 
-from . import __version__, chatview, export
-from . import context as context_module
+from . import __version__
 from . import store as store_module
 from .agents import (
-    DEFAULT_WAIT_S,
-    MAX_WAIT_S,
     intents,
-    mode_instructions,
-    no_review,
     note_walkthrough,
     order_of_work,
     review_walkthrough,
 )
-from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError, ValidationError
 from .hook import WORK, unfinished
 from .mcp_http import PARSE_ERROR, strict_problem
-from .mcp_http import bearer as _bearer
-from .mcp_http import person as _person
-from .models import Annotation, PageNote, Review, lean_item
+from .mcp_tools import MAX_LIST, TABLE, Stores, ToolServer, text_result
+from .models import Annotation, PageNote, Review
 from .validation import SURROGATE, refuse_surrogates
 from .visible import HIDDEN, visible, visible_json
 
-__all__ = ["PROMPTS", "TOOLS", "build_server", "run"]
+__all__ = ["MAX_LIST", "PROMPTS", "SELECTIONS", "TOOLS", "build_server", "serve_stdio"]
 
-TOOLS = (
-    "list_annotations",
-    "list_page_notes",
-    "get_annotation",
-    "get_export",
-    "address_annotation",
-    "set_in_progress",
-    "add_agent_reply",
-    "update_annotation_target",
-    "get_context",
-    "wait_for_review",
-    "summary",
-    "list_reviews",
-    "get_review",
-    "show_annotation",
-    *chatview.TOOLS,  # the review view in the chat (MCP Apps): annotate/chatview.py
-)
+# Every tool, in the order they are listed (the table: annotate/mcp_tools.py).
+TOOLS = tuple(t.name for t in TABLE)
 PROMPTS = ("address-review", "address-note")
-PROGRESS_EVERY_S = 10.0
 # Asked for in a tool call's `_meta` by `annotate mcp --remote` (annotate/mcp_remote.py): the
 # result's `_meta` then holds, under this key, `Store.selections` of the text annotations in the
 # answer ({id: {inCode?, occurrence?}}, input-only fields), so the bridge locates them in its
 # checkout as a store would. The content, what the agent's model reads, is the same.
 SELECTIONS = "mkdocs-annotate/selections"
-# A page of list_annotations: an agent's context holds ~50 annotations of indented JSON (~70 kB)
-# comfortably; Claude Code cuts tool output at 25k tokens by default.
-DEFAULT_LIST = 50
-MAX_LIST = 10_000
-MORE = (
-    "Showing annotations {first}–{last}; more match. Call list_annotations again with "
-    "offset={next}, or narrow the list with pageUrl or status."
-)
-
 INSTRUCTIONS = f"""\
 Review notes that a docs author left on the rendered MkDocs site of this project. Each annotation
 points at a Markdown file and lines (`source`); `anchorState` says how reliably (`anchored`, or
@@ -111,75 +77,11 @@ the changes) or `review` (answer, change nothing yet). The prompts `address-revi
 `address-note` walk through a review or one note. Replies are always allowed; a resolved note is
 the reviewer's and refuses every other change."""
 
-Id = Annotated[str, Field(description="e.g. a_3f9c01ab22")]
-PageUrl = Annotated[str | None, Field(description='e.g. "/about/"')]
-Branch = Annotated[str | None, Field(max_length=200, description="Made on this branch")]
-Status = Annotated[
-    Literal["open", "in_progress", "addressed", "resolved", "all"] | None,
-    Field(description="Default: all but resolved"),
-]
-
-READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-
-
-class _Stores:
-    """Opens the store on first use, so a missing or corrupt file is a tool error, not a crash."""
-
-    def __init__(
-        self,
-        project: str | Path | None,
-        db: str | Path | None,
-        store: store_module.Store | None = None,
-    ) -> None:
-        self.project = project
-        self.db = db
-        self._store = store
-        self._lock = threading.Lock()
-
-    def get(self) -> store_module.Store:
-        with self._lock:
-            if self._store is None:
-                # The agent's checkout is the build it reads (annotate/build.py): notes made on
-                # an older commit of its branch are located in its Markdown and say so.
-                self._store = store_module.open(self.project, db=self.db or None, build="auto")
-            return self._store
-
-
-def _result(text: str, *, error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
-
-
-def _json(data: Any, *, pretty: bool = False) -> str:
-    """Compact JSON (issue #27: an agent pays for every space it reads), indented when asked
-    (`annotate mcp --pretty`). pydantic-core's encoder writes what json.dumps(ensure_ascii=False)
-    does, faster (benchmarks/mcp.py)."""
-    return pydantic_core.to_json(data, indent=2 if pretty else None).decode()
-
-
-def _item(item: Annotation | PageNote, store: store_module.Store) -> dict[str, Any]:
-    """An annotation or page note as agents get it: absent optional fields left out, as the
-    reference does (issue #14), and its build when it is not the one the agent reads."""
-    return lean_item(item, store.build)
-
-
-def _items(
-    items: list[Annotation] | list[PageNote], store: store_module.Store
-) -> list[dict[str, Any]]:
-    served = store.build
-    return [lean_item(i, served) for i in items]
-
 
 def _left(review: Review) -> list[Annotation | PageNote]:
     """The review's notes still to work on."""
     notes: list[Annotation | PageNote] = [*review.annotations, *review.page_notes]
     return [n for n in notes if n.status in WORK]
-
-
-def _review(review: Review | None, timeout_s: float) -> dict[str, Any]:
-    if review is None:
-        return {"review": None, "instructions": no_review(timeout_s)}
-    return {"review": review.brief(), "instructions": mode_instructions(review.mode)}
 
 
 def build_server(
@@ -188,240 +90,30 @@ def build_server(
     *,
     store: store_module.Store | None = None,
     pretty: bool = False,
+    view: Callable[[Callable[[], store_module.Store]], Apps] | None = None,
 ) -> MCPServer:
     """The MCP server for the store of `project` (found upwards from the current folder when
     None), or of the database file `db`, or the open `store` (the web app's, annotate/mcp_http.py).
-    Answers are compact JSON, indented with `pretty`."""
-    stores = _Stores(project, db, store)
-    dump = functools.partial(_json, pretty=pretty)
-    server = MCPServer(
+    Answers are compact JSON, indented with `pretty`. `view`: the MCP Apps extension of the
+    review view in the chat on the store it is given (annotate/compose.py puts
+    `chatview.build_apps` there)."""
+    stores = Stores(project, db, store)
+    server = ToolServer(
+        stores,
+        pretty=pretty,
         name="mkdocs-annotate",
         title="mkdocs-annotate review notes",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        extensions=[chatview.build_apps(stores.get)],
+        extensions=[] if view is None else [view(stores.get)],
     )
 
-    def call(
-        fn: Callable[[store_module.Store], Any], *, text: bool = False, raw: bool = False
-    ) -> CallToolResult:
-        try:
-            out = fn(stores.get())
-        except AnnotateError as e:
-            # `public`: a PostgreSQL store's address stays in the log (issue #32).
-            return _result(e.public, error=True)
-        return out if raw else _result(out if text else dump(out))
-
-    def tool(description: str, annotations: ToolAnnotations = WRITE) -> Callable[[Any], Any]:
-        return server.tool(description=description, annotations=annotations)
-
-    @tool(
-        "List annotations (text and element notes) as a JSON array: id, type, pageUrl, note, "
-        "status, intent, suggestion, quote, elementSelector, replacedText, replies, `source` "
-        "{path, lineStart, lineEnd, excerpt} (the Markdown file and 1-based lines it points at), "
-        "anchorState (`anchored`; `stale`: text rewritten, `orphaned`: file gone: check before "
-        "acting; `removed`: deleted as asked), build. Absent fields are left out, and resolved "
-        "notes unless `status` asks for them. At most `limit`; a second text block then names the next "
-        f"`offset`. For each note: {order_of_work()}. {intents()}",
-        READ,
-    )
-    def list_annotations(
-        pageUrl: PageUrl = None,
-        status: Status = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = DEFAULT_LIST,
-        offset: Annotated[int, Field(ge=0)] = 0,
-        branch: Branch = None,
-    ) -> CallToolResult:
-        def page(s: store_module.Store) -> CallToolResult:
-            found = s.list_annotations(
-                pageUrl, status, limit=limit + 1, offset=offset, branch=branch
+    for tool in TABLE:
+        if tool.call is not None:
+            server.tool(tool.name, description=tool.description, annotations=tool.annotations)(
+                tool.call
             )
-            result = _result(dump(_items(found[:limit], s)))
-            # Second blocks keep the first one the reference's plain JSON array.
-            if len(found) > limit:
-                result.content.append(TextContent(type="text", text=MORE.format(
-                    first=offset + 1, last=offset + limit, next=offset + limit)))  # fmt: skip
-            _hint(s, result, pageUrl, found)
-            return result
-
-        return call(page, raw=True)
-
-    @tool(
-        "List page notes (about a whole page): a JSON array of {id, pageUrl, note, status, "
-        "replies, source {path}, …}. They take the same lifecycle tools as annotations.",
-        READ,
-    )
-    def list_page_notes(
-        pageUrl: PageUrl = None, status: Status = None, branch: Branch = None
-    ) -> CallToolResult:
-        def notes(s: store_module.Store) -> CallToolResult:
-            found = s.list_page_notes(pageUrl, status, branch=branch)
-            result = _result(dump(_items(found, s)))
-            _hint(s, result, pageUrl, found)
-            return result
-
-        return call(notes, raw=True)
-
-    @tool("One annotation or page note by ID, as list_annotations gives them.", READ)
-    def get_annotation(id: Id) -> CallToolResult:
-        return call(lambda s: _item(s.get_annotation(id), s))
-
-    @tool(
-        "All notes as Markdown, grouped by page, with status marks, replies and each note's "
-        "`path:lines`: an overview.",
-        READ,
-    )
-    def get_export() -> CallToolResult:
-        return call(lambda s: export.render(s, "markdown"), text=True)
-
-    @tool(
-        "Mark a note addressed (acted on or answered; the reviewer then accepts or reopens it). "
-        "The last call for a note, recording at once: `replacedText`, the text now in the "
-        "quote's place (text annotations; as the rendered page shows it, not Markdown, so the "
-        "note is found again); `message`, your reply; `deleted: true` when the note asked for a "
-        "deletion and you deleted the quoted text. A question gets its answer in `message` and "
-        "no edit. A resolved note refuses (reopen first).",
-    )
-    def address_annotation(
-        ctx: Context,
-        id: Id,
-        replacedText: Annotated[str | None, Field(description="The text now in its place")] = None,
-        message: Annotated[str | None, Field(description="Your reply")] = None,
-        deleted: Annotated[bool, Field(description="You deleted the quoted text")] = False,
-    ) -> CallToolResult:
-        return call(
-            lambda s: _item(
-                s.address_annotation(
-                    id, replacedText, message=message, deleted=deleted, by=_person(ctx)
-                ),
-                s,
-            )
-        )
-
-    @tool(
-        "Status `in_progress`: the reviewer's page shows you working. Call it before editing. "
-        "A resolved note refuses (reopen first).",
-    )
-    def set_in_progress(ctx: Context, id: Id) -> CallToolResult:
-        return call(lambda s: _item(s.set_in_progress(id, by=_person(ctx)), s))
-
-    @tool(
-        "Add a reply (role agent) to a note's thread, whatever its status: what you did, an "
-        "answer or a question about this note (address_annotation's `message` when you also "
-        "address it).",
-    )
-    def add_agent_reply(
-        ctx: Context, id: Id, message: Annotated[str, Field(description="The reply")]
-    ) -> CallToolResult:
-        return call(lambda s: _item(s.add_agent_reply(id, message, by=_person(ctx)), s))
-
-    @tool(
-        "Record the text now where the quote was (as the page shows it, not Markdown), so the "
-        "note is located again; text annotations only (address_annotation's `replacedText` does "
-        "it in the same call).",
-    )
-    def update_annotation_target(
-        ctx: Context, id: Id, replacedText: Annotated[str, Field(description="The new text")]
-    ) -> CallToolResult:
-        return call(
-            lambda s: _item(s.update_annotation_target(id, replacedText, by=_person(ctx)), s)
-        )
-
-    @tool(
-        "A note with its Markdown around it, as text: what it asks, its note, quote and "
-        "replies, then numbered lines (`>` marks its lines; a `warning:` line explains a stale, "
-        "orphaned or removed anchor). Read it before editing.",
-        READ,
-    )
-    def get_context(
-        id: Id,
-        lines: Annotated[
-            int, Field(ge=0, le=MAX_LINES, description="Lines shown before and after")
-        ] = DEFAULT_LINES,
-    ) -> CallToolResult:
-        return call(lambda s: context_module.get_context(s, id, lines).text(), text=True)
-
-    @tool(
-        'Wait for the reviewer to press "Send to agent" and take that review: at once if one is '
-        "waiting, else when one is sent or `timeout_s` passes. Returns {review: {id, mode, "
-        "message, notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
-        "total, next?}, instructions}. Mode `edit`: apply the changes. Mode `review`: answer "
-        "each note (address_annotation with `message`), edit no file. A long review continues "
-        "with get_review(id, offset=next). After the timeout: {review: null}; call again to "
-        "keep waiting.",
-        WRITE,
-    )
-    async def wait_for_review(
-        ctx: Context,
-        timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = DEFAULT_WAIT_S,
-    ) -> CallToolResult:
-        stop = threading.Event()
-        claim = functools.partial(
-            call,
-            # The caller's token is checked at each poll and in the claim: revoking it ends the
-            # wait (issue #32).
-            lambda s: _review(
-                s.wait_for_review(timeout_s, stop=stop, token=_bearer(ctx)), timeout_s
-            ),
-        )
-        result: list[CallToolResult] = []
-
-        async def progress() -> None:
-            # Clients that reset their request timeout on progress keep waiting.
-            waited = 0.0
-            while True:
-                await anyio.sleep(PROGRESS_EVERY_S)
-                waited += PROGRESS_EVERY_S
-                await ctx.report_progress(waited, timeout_s, "Waiting for Send to agent")
-
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(progress)
-                result.append(await anyio.to_thread.run_sync(claim, abandon_on_cancel=True))
-                tg.cancel_scope.cancel()
-        finally:
-            stop.set()  # a cancelled call must not claim a review nobody will read
-        return result[0]
-
-    @tool(
-        "Is there work? Counts by status and anchor state, pages with notes, reviews not picked "
-        "up yet, and `openItems` (open and in progress).",
-        READ,
-    )
-    def summary(branch: Branch = None) -> CallToolResult:
-        def counts(s: store_module.Store) -> dict[str, Any]:
-            found = s.summary(branch=branch)
-            return {**found.to_dict(), "openItems": found.open_items}
-
-        return call(counts)
-
-    @tool(
-        'Reviews ("Send to agent" batches), oldest first: {id, mode, message, status, notes, '
-        "waiting, …}.",
-        READ,
-    )
-    def list_reviews(
-        pendingOnly: Annotated[bool, Field(description="Only those not picked up yet")] = False,
-    ) -> CallToolResult:
-        return call(lambda s: [r.outline() for r in s.list_reviews(pending_only=pendingOnly)])
-
-    @tool("One review by ID, as wait_for_review gives it; `offset` skips notes.", READ)
-    def get_review(
-        id: Annotated[str, Field(description="e.g. rv_3f9c01ab22")],
-        offset: Annotated[int, Field(ge=0)] = 0,
-    ) -> CallToolResult:
-        return call(lambda s: s.get_review(id).brief(offset))
-
-    @tool(
-        "Point the reviewer at a note: every open view of its page scrolls to it and flashes it "
-        "(waits ~1.5 s). Returns {id, pageUrl, views} (0: no view open). Changes no data.",
-    )
-    async def show_annotation(id: Id) -> CallToolResult:
-        # In a thread: a view in this chat acknowledges through this same server meanwhile.
-        return await anyio.to_thread.run_sync(
-            functools.partial(call, lambda s: s.show_annotation(id).to_dict())
-        )
 
     # -- prompts (issue #14, item 14): clients show them as slash commands ------------------
 
@@ -476,7 +168,7 @@ def build_server(
     return server
 
 
-def _wrap_handlers(server: MCPServer, stores: _Stores) -> None:
+def _wrap_handlers(server: MCPServer, stores: Stores) -> None:
     """The SDK's `tools/list` and `tools/call`, with what this server adds around them.
 
     `tools/list`: app-only tools (`_meta.ui.visibility: ["app"]`, the chat view's) only for a
@@ -566,7 +258,7 @@ def _strict_arguments(server: MCPServer, params: CallToolRequestParams) -> CallT
             f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
             for err in e.errors(include_url=False)
         )
-        return _result(f"Invalid arguments for {params.name}: {problems}", error=True)
+        return text_result(f"Invalid arguments for {params.name}: {problems}", error=True)
     return None
 
 
@@ -612,24 +304,8 @@ def _text_ids(answer: str) -> list[str]:
     ]
 
 
-def _hint(
-    s: store_module.Store, result: CallToolResult, page_url: str | None, found: list[Any]
-) -> None:
-    """An empty listing of a page with no notes at all says so, naming the closest pages."""
-    if page_url is not None and not found:
-        hint = s.page_hint(page_url)
-        if hint:
-            result.content.append(TextContent(type="text", text=hint))
-
-
-def run(
-    project: str | Path | None = None, db: str | Path | None = None, *, pretty: bool = False
-) -> None:
-    """Serve the MCP tools over stdio until the client closes the connection."""
-    anyio.run(_serve_stdio, build_server(project, db, pretty=pretty))
-
-
-async def _serve_stdio(server: MCPServer) -> None:
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve `server` over stdio until the client closes (`annotate mcp`, `annotate mcp --remote`)."""
     # As MCPServer.run_stdio_async, with stdin read through _Stdin. The SDK types `stdin` as
     # anyio.AsyncFile[str] but only iterates its lines (`async for`), which _Stdin does.
     stdin = _Stdin(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
@@ -708,7 +384,7 @@ def _surrogate_answer(line: str) -> mcp_types.JSONRPCMessage | Literal[False] | 
     except ValidationError as e:
         text = e.message
     if message.get("method") == "tools/call":
-        result = _result(text, error=True).model_dump(by_alias=True, exclude_none=True)
+        result = text_result(text, error=True).model_dump(by_alias=True, exclude_none=True)
         return mcp_types.JSONRPCResponse(jsonrpc="2.0", id=id, result=result)
     error = mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=text)
     return mcp_types.JSONRPCError(jsonrpc="2.0", id=id, error=error)

@@ -52,7 +52,7 @@ from mcp import Client  # noqa: E402
 
 import annotate  # noqa: E402
 from annotate.anchoring import build_selector  # noqa: E402
-from annotate.mcp_server import build_server  # noqa: E402
+from annotate.compose import build_server  # noqa: E402
 
 sys.path.append(str(HERE))
 

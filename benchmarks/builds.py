@@ -48,7 +48,7 @@ from _machine import describe  # noqa: E402
 
 import annotate  # noqa: E402
 from annotate import build  # noqa: E402
-from annotate.mcp_server import build_server  # noqa: E402
+from annotate.compose import build_server  # noqa: E402
 from annotate.models import Build  # noqa: E402
 
 

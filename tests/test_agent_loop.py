@@ -22,11 +22,11 @@ from starlette.testclient import TestClient
 import annotate
 from annotate import schema
 from annotate.cli import cli
+from annotate.compose import build_server
 from annotate.context import get_context
 from annotate.diff import word_diff
 from annotate.export import render
 from annotate.importing import import_data
-from annotate.mcp_server import build_server
 from annotate.models import lean
 from annotate.web import create_app
 

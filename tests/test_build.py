@@ -25,9 +25,9 @@ from starlette.testclient import TestClient
 import annotate
 from annotate import build, export, importing, schema
 from annotate.cli import cli
+from annotate.compose import build_server
 from annotate.errors import ValidationError
 from annotate.fields import BUILD_SINCE
-from annotate.mcp_server import build_server
 from annotate.models import Build
 from annotate.store import Store
 from annotate.web import create_app

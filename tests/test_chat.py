@@ -17,8 +17,8 @@ from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 import annotate
 from annotate import chat
 from annotate.chatview import RESOURCE_URI, view_html
+from annotate.compose import build_server
 from annotate.errors import ValidationError
-from annotate.mcp_server import build_server
 
 from .browser.conftest import Server
 from .conftest import text_note, write_project

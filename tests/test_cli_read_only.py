@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 
 import annotate
-from annotate.mcp_server import build_server
+from annotate.compose import build_server
 
 from .conftest import text_note, write_project
 

@@ -18,9 +18,10 @@ import pytest
 from mcp import Client
 
 import annotate
-from annotate import mcp_server
+from annotate import mcp_tools
+from annotate.compose import build_server
 from annotate.export import render
-from annotate.mcp_server import TOOLS, build_server
+from annotate.mcp_server import TOOLS
 
 from .conftest import element_note, text_note, write_project
 
@@ -615,7 +616,7 @@ async def test_wait_for_review_times_out(project: Path) -> None:
 async def test_wait_for_review_reports_progress(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr(mcp_tools, "PROGRESS_EVERY_S", 0.2)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:

@@ -359,7 +359,7 @@ async def bearer_client(url: str, token: str) -> AsyncIterator[Client]:
 
 
 async def test_team_tokens_agents_and_maintainers_only(tmp_path: Path) -> None:
-    from annotate.web import create_app
+    from annotate.compose import create_app
 
     project = make_project(tmp_path / "project")
     with annotate.open(project) as store:

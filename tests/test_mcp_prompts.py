@@ -14,7 +14,8 @@ from mcp.shared.exceptions import MCPError
 
 import annotate
 from annotate import agent_setup, agents
-from annotate.mcp_server import PROMPTS, build_server
+from annotate.compose import build_server
+from annotate.mcp_server import PROMPTS
 
 from .conftest import element_note, text_note, write_project
 from .serving import ANNOTATE

@@ -27,10 +27,11 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import agent_setup, chat, context, export, hook, importing, inline, tokens
+from annotate import agent_setup, chat, compose, context, export, hook, importing, inline, tokens
 from annotate.cli import cli
+from annotate.compose import build_server
 from annotate.export import render
-from annotate.mcp_server import TOOLS, build_server
+from annotate.mcp_server import TOOLS
 from annotate.store import Store
 from annotate.web import create_app
 
@@ -324,11 +325,11 @@ def test_the_hosts_run_what_is_pinned() -> None:
     # `annotate mcp`, `annotate serve` and `annotate proxy` make no call of their own: they start
     # these (the proxy serves `create_app` in front of a dev server).
     source = {name: inspect.getsource(cli.commands[name].callback) for name in HOSTS}
-    assert "from .mcp_server import run" in source["mcp"]
+    assert "from .compose import run" in source["mcp"]
     # `annotate mcp --remote` serves the same tools, each answered by the team server's
     # `/__annotate/mcp`, which is `build_server` on the web app's store.
     assert "from .mcp_remote import run_remote" in source["mcp"]
-    assert "build_server(store=store)" in inspect.getsource(create_app)
+    assert "build_server(store=store)" in inspect.getsource(compose.create_app)
     assert "from .web.server import serve as run" in source["serve"]
     assert "from .devserver import run" in source["proxy"]
     # `annotate chat` hosts the same tools for a view in a browser tab (annotate/chathost.py).

@@ -18,8 +18,8 @@ from starlette.testclient import TestClient
 
 import annotate
 from annotate.cli import cli
+from annotate.compose import build_server
 from annotate.errors import AnnotationNotFound, ShowNotFound, ValidationError
-from annotate.mcp_server import build_server
 from annotate.store import SHOWN_KEPT_S, Store, _ago
 from annotate.web import create_app
 

@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -25,6 +25,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from .. import __version__, export, strictjson, urls
 from .. import build as builds
@@ -36,7 +37,7 @@ from ..identity import Person
 from ..models import Annotation
 from ..store import Store, new_id
 from . import review_page
-from . import team as team_module
+from . import signin as team_module
 from .feed import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, ChangeFeed
 from .openapi import openapi
 from .responses import (
@@ -51,13 +52,10 @@ from .responses import (
     json_bytes_response,
 )
 from .security import SIGNIN_PATH, CatchAll, Guard
+from .signin import Settings
 from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
-from .team import Settings
 
-if TYPE_CHECKING:
-    from ..mcp_http import Verify
-
-__all__ = ["create_app"]
+__all__ = ["Endpoint", "create_app"]
 
 log = logging.getLogger("annotate.web")
 
@@ -67,6 +65,21 @@ FALSE = ("false", "0", "no")
 # A `\uD800`-style escape may hold a lone surrogate, which SQLite cannot store as UTF-8.
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]|\\u[dD][c-fC-F]")
 STATUS_ACTIONS = ("start", "address", "accept", "reopen")
+
+
+class Endpoint(Protocol):
+    """An ASGI endpoint served beside the API at its `path`, with a lifespan the app's server
+    runs: the MCP tools over HTTP (annotate/mcp_http.py), mounted by annotate/compose.py."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def methods(self) -> tuple[str, ...]: ...
+
+    def lifespan(self) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
 # -- request helpers ----------------------------------------------------------------------------
@@ -562,7 +575,7 @@ def create_app(
     changes_timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_INTERVAL,
     team: Settings | None = None,
-    mcp: Verify | None = None,
+    endpoint: Endpoint | None = None,
 ) -> Starlette:
     """The whole web surface of one store, everything under `/__annotate/` (docs/http-api.md).
 
@@ -572,10 +585,10 @@ def create_app(
     `allowed_hosts`: `Host` names accepted besides loopback (the `--host` the user chose).
     `page_sources`: page URL → Markdown path (relative to the project), recorded with
     `Store.register_pages`. `changes_timeout`, `poll_interval`: the change feed's long-poll.
-    `team`: team mode (annotate/web/team.py, docs/team.md): every request is a person's, and the
+    `team`: team mode (annotate/web/signin.py, docs/team.md): every request is a person's, and the
     project token (then not needed) is not used.
-    `mcp`: also serve the MCP tools over Streamable HTTP at `/__annotate/mcp` to the callers this
-    bearer-token check accepts (annotate/mcp_http.py); its server must run the app's lifespan.
+    `endpoint`: also serve it at its path (the MCP tools over HTTP: `annotate.compose.create_app`
+    with `mcp=`); its server must run the app's lifespan.
     """
     if team is not None:
         token = "-"  # never compared: the Guard identifies people instead
@@ -666,17 +679,13 @@ def create_app(
         return overlay_snippet(current_token(), read_only=read_only, version=__version__)
 
     lifespan = None
-    if mcp is not None:
-        # Imported here: the MCP SDK is loaded only by servers that serve it.
-        from ..mcp_http import MCP_PATH, McpHttp
-        from ..mcp_server import build_server
-
-        endpoint = McpHttp(build_server(store=store), mcp)
-        routes.append(Route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"]))
+    if endpoint is not None:
+        served = endpoint
+        routes.append(Route(served.path, served, methods=list(served.methods)))
 
         @contextlib.asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            async with endpoint.lifespan():
+            async with served.lifespan():
                 yield
 
     if site_dir is not None:

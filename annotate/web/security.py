@@ -66,6 +66,8 @@ __all__ = [
     "allow_header",
     "host_name",
     "is_loopback",
+    "read_body",
+    "replay",
 ]
 
 log = logging.getLogger("annotate.web")
@@ -324,7 +326,7 @@ class Guard:
             refusal = self._refuse_api(scope, headers)
             if refusal is None and scope["method"] in BODY_METHODS:
                 limit = ANCHOR_BODY_LIMIT if scope["path"] == ANCHOR_PATH else BODY_LIMIT
-                body = await _read_body(receive, headers, limit)
+                body = await read_body(receive, headers, limit)
                 if body is None:
                     refusal = (
                         413,
@@ -332,7 +334,7 @@ class Guard:
                         f"Request body is larger than the limit of {limit // (1024 * 1024)} MB",
                     )
                 else:
-                    receive = _replay(body, receive)
+                    receive = replay(body, receive)
         if refusal is None:
             person = scope.get("state", {}).get("person") if scope["type"] == "http" else None
             if person is not None and scope["method"] in READ_METHODS:
@@ -502,7 +504,7 @@ def _has_body(headers: Headers) -> bool:
     return "transfer-encoding" in headers or headers.get("content-length", "0") not in ("", "0")
 
 
-async def _read_body(receive: Receive, headers: Headers, limit: int) -> bytes | None:
+async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes | None:
     """The whole body, or None when it is over `limit` (then up to DRAIN_LIMIT more is dropped)."""
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -539,17 +541,18 @@ async def _drain(receive: Receive, up_to: int) -> None:
             return
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` that first hands over `body`, already read (`read_body`), as one message."""
     sent = False
 
-    async def replay() -> Message:
+    async def again() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
-    return replay
+    return again
 
 
 class CatchAll:

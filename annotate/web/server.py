@@ -12,15 +12,14 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from ..compose import create_app, team_app
 from ..config import site_config
 from ..errors import ValidationError
 from ..mcp_http import project_token
 from ..store import open as open_store
 from ..tokens import TokenFile
-from .app import create_app
 from .security import is_loopback
-from .team import NO_IDENTITY, Settings, has_identity_source
-from .team import build as team_app
+from .signin import NO_IDENTITY, Settings, has_identity_source
 
 if TYPE_CHECKING:
     import uvicorn
