@@ -35,10 +35,10 @@ from .tuning import (
     CONTEXT_HOLDS,
     CONTEXT_PROBE_LENGTH,
     CONTEXT_REQUIRED_BELOW,
+    FRAMED_REACH,
     FUZZY_CONTEXT_REQUIRED_BELOW,
     GOOD_CONTEXT_SIMILARITY,
     MAX_POSTINGS,
-    MAX_REWRITTEN_WORDS,
     MIN_CONTEXT_EVIDENCE,
     MIN_CONTEXT_SIMILARITY,
     MIN_FUZZY_LENGTH,
@@ -54,6 +54,7 @@ from .tuning import (
     SUFFIX_WEIGHT,
     TIE_MARGIN,
     TOTAL_WEIGHT,
+    TRIM_MAX_QUOTE,
     WINDOW_SLACK,
 )
 
@@ -68,6 +69,9 @@ class _Candidate(NamedTuple):
     suffix: float | None
     score: float  # weighted similarity of quote and context, 0–1
     method: Method
+    # An approximate match next to a side of its stored context, near where the quote should be
+    # (`_approximate`): the passage itself, edited, before any closer spelling elsewhere.
+    framed: bool = False
 
     def match(self) -> Match:
         """The answer: 100 for the quote letter for letter where its context supports it;
@@ -103,7 +107,7 @@ def locate(
     query = Query.of(Selector(exact, prefix, suffix, start, end, replaced_text))
     candidates, done = _exact_step(index, query)
     if not done:
-        candidates = _fuzzy_step(index, query, approximate.anchors(query), candidates)
+        candidates = _fuzzy_step(index, query, approximate.anchors(query), candidates, query.start)
     return _answer(*_choose(candidates, query.start))
 
 
@@ -218,7 +222,8 @@ def _approximate_steps(
             # One scan of the text for the word pairs of every quote still to be looked for.
             anchors = {j: approximate.anchors(queries[j]) for j in order if not steps[j][1]}
             index.prefetch(key for pairs in anchors.values() for key, _ in pairs)
-        candidates = _fuzzy_step(index, query, anchors[i], candidates)
+        expected = None if query.start is None else query.start + shift
+        candidates = _fuzzy_step(index, query, anchors[i], candidates, expected)
         steps[i] = candidates, True
         if query.start is not None:
             shift = _shift(candidates, query.start, shift, moved_by, i)
@@ -300,14 +305,19 @@ def _exact_step(index: Index, query: Query, shift: int = 0) -> tuple[list[_Candi
 
 
 def _fuzzy_step(
-    index: Index, query: Query, anchors: list[tuple[int, int]], candidates: list[_Candidate]
+    index: Index,
+    query: Query,
+    anchors: list[tuple[int, int]],
+    candidates: list[_Candidate],
+    expected: int | None,
 ) -> list[_Candidate]:
-    """The exact hits plus the approximate matches found in the candidate windows."""
+    """The exact hits plus the approximate matches found in the candidate windows (`expected`:
+    where the quote should start now, `_approximate`)."""
     candidates = list(candidates)
     # `windows` does not use the pairs found more than MAX_POSTINGS times.
     postings = index.lookup((key for key, _ in anchors), MAX_POSTINGS)
     for window in approximate.windows(query, anchors, postings, len(index.text)):
-        candidate = _approximate(index, query, window)
+        candidate = _approximate(index, query, window, expected)
         if candidate is not None:
             candidates.append(candidate)
     return candidates
@@ -323,7 +333,7 @@ def _near(index: Index, query: Query, shift: int) -> _Candidate | None:
         return None
     # The window `windows` adds at the old position, moved by the shift.
     candidate = _approximate(
-        index, query, Window(at, at + length, WINDOW_SLACK, approximate.slack(length))
+        index, query, Window(at, at + length, WINDOW_SLACK, approximate.slack(length)), at
     )
     if candidate is None or not _context_agrees(candidate):
         return None
@@ -335,10 +345,20 @@ def _near(index: Index, query: Query, shift: int) -> _Candidate | None:
     )
 
 
-def _approximate(index: Index, query: Query, window: Window) -> _Candidate | None:
-    """The approximate match of the quote in a window, if it is similar enough: at least
-    MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the context on both sides
-    holds (one word rewritten inside a short quote, issue #13)."""
+def _approximate(
+    index: Index, query: Query, window: Window, expected: int | None
+) -> _Candidate | None:
+    """The approximate match of the quote in a window, if it is similar enough and its frame
+    says it is the passage (issue #26).
+
+    Similar enough: at least MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the
+    context on both sides holds (one word rewritten inside a short quote, issue #13). The frame:
+    a sentence revised in several places is the passage where a side of its stored context still
+    stands next to it, letter for letter, near `expected` (where the quote should start now); a
+    look-alike elsewhere, framed by other text, is not. So a match of a short quote, or one
+    below MIN_SIMILARITY_ANY_EDIT, needs a side framing it near `expected` or both sides; any
+    other needs a side framing it or to be near `expected`.
+    """
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
         Levenshtein.normalized_similarity(query.collapsed, guess, score_cutoff=MIN_ROUGH_SIMILARITY)
@@ -352,28 +372,66 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
     similarity = Levenshtein.normalized_similarity(
         query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY_IN_CONTEXT
     )
+    if similarity < MIN_SIMILARITY_ANY_EDIT and len(query.collapsed) <= TRIM_MAX_QUOTE:
+        ends, similarity = _trimmed(query.collapsed, index.folded, *ends, similarity)
     if similarity < MIN_QUOTE_SIMILARITY_IN_CONTEXT:
         return None
     size = len(query.collapsed)
     candidate = _candidate(index, query, *ends, similarity, "fuzzy", size)
     if candidate is None:
         return None
-    # A short quote, or one rewritten this much, is only an edit of what stands there if one run
-    # of its words changed (else it is a sibling sentence), in its context.
     short = size < FUZZY_CONTEXT_REQUIRED_BELOW
-    if short and not _context_holds(candidate):
+    if (short or similarity < MIN_QUOTE_SIMILARITY) and not _context_holds(candidate):
         return None
-    if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not _one_edit_apart(
-        query.collapsed, found
-    ):
-        return None
-    if similarity < MIN_QUOTE_SIMILARITY and not _context_holds(candidate):
+    sides = _framing(index.folded, query, *ends)
+    near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
+    if short or similarity < MIN_SIMILARITY_ANY_EDIT:
+        if not (sides == 2 or (sides and near)):
+            return None
+    elif not (sides or near):
         return None
     if context_elsewhere(
         index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
     ):
         return None
-    return candidate
+    return candidate._replace(framed=bool(sides) and near)
+
+
+def _trimmed(
+    quote: str, text: str, start: int, end: int, similarity: float
+) -> tuple[tuple[int, int], float]:
+    """The span without the words at its ends that make it less like the quote: a span placed
+    by a context that still frames it stretches over a paragraph inserted between them
+    ("Read this first. Tables inside tabs …" for "Tables inside lists …")."""
+    # `text` is folded: every whitespace character is a space.
+    while (cut := text.find(" ", start, end)) != -1:
+        head = cut + len(text[cut:end]) - len(text[cut:end].lstrip(" "))
+        shorter = Levenshtein.normalized_similarity(quote, collapse(text[head:end]))
+        if shorter <= similarity:
+            break
+        start, similarity = head, shorter
+    while (cut := text.rfind(" ", start, end)) != -1:
+        tail = start + len(text[start:cut].rstrip(" "))
+        shorter = Levenshtein.normalized_similarity(quote, collapse(text[start:tail]))
+        if shorter <= similarity:
+            break
+        end, similarity = tail, shorter
+    return (start, end), similarity
+
+
+def _framing(text: str, query: Query, start: int, end: int) -> int:
+    """On how many sides the stored context stands next to `text[start:end]`, letter for letter
+    (whitespace runs aside), within CONTEXT_FRAMES characters of its edge: 0, 1 or 2. A side
+    shorter than MIN_CONTEXT_EVIDENCE (the page's edge) frames nothing: too common."""
+    sides = 0
+    prefix, suffix = collapse(query.prefix), collapse(query.suffix)
+    if len(prefix) >= MIN_CONTEXT_EVIDENCE:
+        reach = 2 * len(query.prefix) + CONTEXT_FRAMES
+        sides += prefix in collapse(text[max(0, start - reach) : start + CONTEXT_FRAMES])
+    if len(suffix) >= MIN_CONTEXT_EVIDENCE:
+        reach = 2 * len(query.suffix) + CONTEXT_FRAMES
+        sides += suffix in collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
+    return sides
 
 
 def context_elsewhere(
@@ -408,24 +466,6 @@ def context_elsewhere(
     return False
 
 
-def _one_edit_apart(quote: str, found: str) -> bool:
-    """Whether `found` is `quote` with one run of at most MAX_REWRITTEN_WORDS words rewritten
-    into at most as many. Sibling sentences of a settings reference ("left empty, all tags and
-    pages" against "left empty, no tags or pages") differ in several places: not an edit."""
-    head = _common_length(quote, found)
-    tail = _common_length(quote[head:][::-1], found[head:][::-1])
-    old, new = quote[head : len(quote) - tail].split(), found[head : len(found) - tail].split()
-    return len(old) <= MAX_REWRITTEN_WORDS and len(new) <= MAX_REWRITTEN_WORDS
-
-
-def _common_length(a: str, b: str) -> int:
-    """How many characters `a` and `b` share at their start."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return i
-    return min(len(a), len(b))
-
-
 Expected = tuple[int, int, int]  # where a quote should now start: (lowest, highest, likeliest)
 
 
@@ -434,9 +474,12 @@ def _choose(
 ) -> tuple[_Candidate | None, bool]:
     """The best candidate, and whether another one as good lies elsewhere.
 
-    Among candidates within TIE_MARGIN of the best score the one nearest the `expected` start
-    (the old position, or a range from `_expected`) wins, then the better score, then an exact
-    hit over an approximate one.
+    Among candidates within TIE_MARGIN of the best score, and approximate matches framed by
+    their stored context near where the quote should be (old position and context outrank a
+    closer spelling elsewhere, issue #26), a framed one wins, then the one nearest the
+    `expected` start (the old position, or a range from `_expected`), then the better score,
+    then an exact hit over an approximate one; of the spans starting at that place, the one
+    most like the quote.
     """
     if not candidates:
         return None, False
@@ -445,16 +488,23 @@ def _choose(
     if isinstance(expected, int):
         expected = (expected, expected, expected)
     top = max(candidate.score for candidate in candidates)
-    tied = [candidate for candidate in candidates if candidate.score >= top - TIE_MARGIN]
+    tied = [c for c in candidates if c.score >= top - TIE_MARGIN or c.framed]
 
-    def rank(c: _Candidate) -> tuple[int, int, float, bool]:
+    def rank(c: _Candidate) -> tuple[bool, int, int, float, bool]:
         if expected is None:
-            return 0, 0, -c.score, c.method == "fuzzy"
+            return not c.framed, 0, 0, -c.score, c.method == "fuzzy"
         low, high, likeliest = expected
         outside = max(0, low - c.start, c.start - high)
-        return outside, abs(c.start - likeliest), -c.score, c.method == "fuzzy"
+        return not c.framed, outside, abs(c.start - likeliest), -c.score, c.method == "fuzzy"
 
     chosen = min(tied, key=rank)
+    # Spans starting at one place are one answer with other ends: the one most like the quote,
+    # not one stretched over a paragraph inserted next to it (which its context then frames).
+    same = [
+        c for c in tied if abs(c.start - chosen.start) <= SAME_PLACE and c.framed == chosen.framed
+    ]
+    if len(same) > 1:
+        chosen = max(same, key=lambda c: (c.similarity, c.score, c.method != "fuzzy"))
     return chosen, any(abs(c.start - chosen.start) > SAME_PLACE for c in tied)
 
 

@@ -34,13 +34,18 @@ MIN_QUOTE_SIMILARITY = 0.75
 # between an intact prefix and suffix.
 MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
 CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
-# Below this similarity, a match must differ from the quote by one run of at most
-# MAX_REWRITTEN_WORDS words rewritten into at most as many: on 200 real paragraphs of
-# Material's and MkDocs' docs, deleted quotes otherwise landed on a sibling sentence ("If this
-# setting is left empty, no tags …" on "… all tags …"), and no edit of the generated page of
-# benchmarks/anchoring.py (5-15 % of a quote changed, scattered) needs it.
+# Below this similarity (or for a quote shorter than FUZZY_CONTEXT_REQUIRED_BELOW), a match is
+# only the passage, edited, where its stored context frames it: one side of it intact next to
+# the match within FRAMED_REACH characters of where the quote should be, or both sides anywhere
+# (issue #26). A deleted quote's look-alike elsewhere stands in other text ("If this setting is
+# left empty, no tags …" for "… all tags …" on Material's docs); a sentence revised in two or
+# three places keeps its neighbours. A match this similar or more needs one side framing it or
+# to be within FRAMED_REACH.
 MIN_SIMILARITY_ANY_EDIT = 0.85
-MAX_REWRITTEN_WORDS = 2
+FRAMED_REACH = 2000
+# A match less similar than MIN_SIMILARITY_ANY_EDIT loses the words at its ends that make it less
+# like the quote (`matching._trimmed`), for quotes up to this long (each try is a Levenshtein).
+TRIM_MAX_QUOTE = 512
 # Shorter quotes look like too many places to be matched approximately: exact hits next to a piece
 # of their old context only.
 MIN_FUZZY_LENGTH = 8
@@ -52,9 +57,8 @@ CONTEXT_REQUIRED_BELOW = 32
 # just above a quote rewrites its prefix).
 MIN_UNIQUE_LENGTH = 16
 # An approximate match of a quote shorter than this needs its context to hold on every side
-# stored (CONTEXT_HOLDS), and must differ from the quote by one run of words
-# (MAX_REWRITTEN_WORDS): a look-alike of a short quote stands elsewhere too
-# easily ("Made with Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the
+# stored (CONTEXT_HOLDS), and to be framed (MIN_SIMILARITY_ANY_EDIT): a look-alike of a short
+# quote stands elsewhere too easily ("Made with Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the
 # sibling sentences of a settings list, "left empty, all tags and pages" and "left empty, no tags
 # or pages", 0.8), and a deleted quote must anchor nowhere.
 FUZZY_CONTEXT_REQUIRED_BELOW = 40
