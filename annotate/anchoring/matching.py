@@ -352,12 +352,15 @@ def _approximate(
     says it is the passage (issue #26).
 
     Similar enough: at least MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the
-    context on both sides holds (one word rewritten inside a short quote, issue #13). The frame:
-    a sentence revised in several places is the passage where a side of its stored context still
-    stands next to it, letter for letter, near `expected` (where the quote should start now); a
-    look-alike elsewhere, framed by other text, is not. So a match of a short quote, or one
-    below MIN_SIMILARITY_ANY_EDIT, needs a side framing it near `expected` or both sides; any
-    other needs a side framing it or to be near `expected`.
+    context on both sides holds (one word rewritten inside a short quote, issue #13). The frame
+    (`_framing`): a sentence revised in two or three places is the passage where a side of its
+    stored context still stands next to it near `expected` (where the quote should start now,
+    within FRAMED_REACH); a look-alike elsewhere, framed by other text, is not. So a match far
+    from `expected` needs one side of its context whole next to it and the other's words next
+    to the quote (a moved section's first sentence keeps the heading before it, not what stood
+    before that), and near it a match of a short quote, or one below MIN_SIMILARITY_ANY_EDIT,
+    needs one side whole; a match holding a side of the context inside it is the deleted
+    passage's neighbour.
     """
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
@@ -383,18 +386,20 @@ def _approximate(
     short = size < FUZZY_CONTEXT_REQUIRED_BELOW
     if (short or similarity < MIN_QUOTE_SIMILARITY) and not _context_holds(candidate):
         return None
-    sides = _framing(index.folded, query, *ends)
+    frame = _framing(index.folded, query, *ends)
+    if frame is None:
+        return None
+    whole, next_to = frame
     near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
-    if short or similarity < MIN_SIMILARITY_ANY_EDIT:
-        if not (sides == 2 or (sides and near)):
-            return None
-    elif not (sides or near):
+    if not near and not (whole and next_to == 2):
+        return None
+    if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not whole:
         return None
     if context_elsewhere(
         index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
     ):
         return None
-    return candidate._replace(framed=bool(sides) and near)
+    return candidate._replace(framed=bool(whole) and near)
 
 
 def _trimmed(
@@ -419,19 +424,35 @@ def _trimmed(
     return (start, end), similarity
 
 
-def _framing(text: str, query: Query, start: int, end: int) -> int:
-    """On how many sides the stored context stands next to `text[start:end]`, letter for letter
-    (whitespace runs aside), within CONTEXT_FRAMES characters of its edge: 0, 1 or 2. A side
-    shorter than MIN_CONTEXT_EVIDENCE (the page's edge) frames nothing: too common."""
-    sides = 0
-    prefix, suffix = collapse(query.prefix), collapse(query.suffix)
-    if len(prefix) >= MIN_CONTEXT_EVIDENCE:
-        reach = 2 * len(query.prefix) + CONTEXT_FRAMES
-        sides += prefix in collapse(text[max(0, start - reach) : start + CONTEXT_FRAMES])
-    if len(suffix) >= MIN_CONTEXT_EVIDENCE:
-        reach = 2 * len(query.suffix) + CONTEXT_FRAMES
-        sides += suffix in collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
-    return sides
+def _framing(text: str, query: Query, start: int, end: int) -> tuple[int, int] | None:
+    """How the stored context frames `text[start:end]`: on how many sides it stands whole next
+    to the match, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
+    its edge), and on how many at least its MIN_CONTEXT_EVIDENCE characters next to the quote
+    do (a side too short to tell, at the page's edge, counts there); `None` if a side stands
+    inside the match instead (and not in the quote): the match is the text next to a deleted
+    passage, now where the passage stood."""
+    whole = next_to = 0
+    inside = collapse(text[start:end])
+    for side, before in ((query.prefix, True), (query.suffix, False)):
+        words = collapse(side)
+        if len(words) < MIN_CONTEXT_EVIDENCE:
+            next_to += 1
+            continue
+        if words in inside and words not in query.collapsed:
+            return None
+        reach = 2 * len(side) + CONTEXT_FRAMES
+        if before:
+            around = collapse(text[max(0, start - reach) : start + CONTEXT_FRAMES])
+            probe = words[-MIN_CONTEXT_EVIDENCE:]
+        else:
+            around = collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
+            probe = words[:MIN_CONTEXT_EVIDENCE]
+        if words in around:
+            whole += 1
+            next_to += 1
+        else:
+            next_to += probe in around
+    return whole, next_to
 
 
 def context_elsewhere(

@@ -34,15 +34,16 @@ MIN_QUOTE_SIMILARITY = 0.75
 # between an intact prefix and suffix.
 MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
 CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
-# Below this similarity (or for a quote shorter than FUZZY_CONTEXT_REQUIRED_BELOW), a match is
-# only the passage, edited, where its stored context frames it: one side of it intact next to
-# the match within FRAMED_REACH characters of where the quote should be, or both sides anywhere
-# (issue #26). A deleted quote's look-alike elsewhere stands in other text ("If this setting is
-# left empty, no tags …" for "… all tags …" on Material's docs); a sentence revised in two or
-# three places keeps its neighbours. A match this similar or more needs one side framing it or
-# to be within FRAMED_REACH.
+# An approximate match is the passage, edited, where its stored context frames it (issue #26,
+# `matching._framing`): within FRAMED_REACH characters of where the quote should start, a match
+# of a quote shorter than FUZZY_CONTEXT_REQUIRED_BELOW or less similar than this needs one side
+# of its context intact next to it (a sentence revised in two or three places keeps its
+# neighbours), any other match nothing more; farther, every match needs one side whole and the
+# MIN_CONTEXT_EVIDENCE characters of the other next to it. A deleted
+# quote's look-alike stands in other text: "If this setting is left empty, no tags …" for "… all
+# tags …" on Material's docs; an options entry's twin a few screens below shares one side.
 MIN_SIMILARITY_ANY_EDIT = 0.85
-FRAMED_REACH = 2000
+FRAMED_REACH = 512
 # A match less similar than MIN_SIMILARITY_ANY_EDIT loses the words at its ends that make it less
 # like the quote (`matching._trimmed`), for quotes up to this long (each try is a Levenshtein).
 TRIM_MAX_QUOTE = 512
