@@ -358,9 +358,9 @@ def _approximate(
     within FRAMED_REACH); a look-alike elsewhere, framed by other text, is not. So a match far
     from `expected` needs one side of its context whole next to it and the other's words next
     to the quote (a moved section's first sentence keeps the heading before it, not what stood
-    before that), and near it a match of a short quote, or one below MIN_SIMILARITY_ANY_EDIT,
-    needs one side whole; a match holding a side of the context inside it is the deleted
-    passage's neighbour.
+    before that); near it, a match needs the words of one side next to it, and one side whole
+    if it is of a short quote or less similar than MIN_SIMILARITY_ANY_EDIT; a match holding a
+    side of the context inside it is the deleted passage's neighbour.
     """
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
@@ -391,7 +391,10 @@ def _approximate(
         return None
     whole, next_to = frame
     near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
-    if not near and not (whole and next_to == 2):
+    if near:
+        if not next_to:
+            return None
+    elif not (whole and next_to == 2):
         return None
     if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not whole:
         return None

@@ -37,9 +37,9 @@ CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
 # An approximate match is the passage, edited, where its stored context frames it (issue #26,
 # `matching._framing`): within FRAMED_REACH characters of where the quote should start, a match
 # of a quote shorter than FUZZY_CONTEXT_REQUIRED_BELOW or less similar than this needs one side
-# of its context intact next to it (a sentence revised in two or three places keeps its
-# neighbours), any other match nothing more; farther, every match needs one side whole and the
-# MIN_CONTEXT_EVIDENCE characters of the other next to it. A deleted
+# of its context whole next to it (a sentence revised in two or three places keeps its
+# neighbours), any other match the MIN_CONTEXT_EVIDENCE characters of one side next to the
+# quote; farther, every match needs one side whole and those of the other. A deleted
 # quote's look-alike stands in other text: "If this setting is left empty, no tags …" for "… all
 # tags …" on Material's docs; an options entry's twin a few screens below shares one side.
 MIN_SIMILARITY_ANY_EDIT = 0.85
