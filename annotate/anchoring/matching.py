@@ -51,6 +51,7 @@ from .tuning import (
     PREFIX_WEIGHT,
     QUOTE_WEIGHT,
     SAME_PLACE,
+    SIBLING_MAX_QUOTE,
     SUFFIX_WEIGHT,
     TIE_MARGIN,
     TOTAL_WEIGHT,
@@ -355,12 +356,12 @@ def _approximate(
     context on both sides holds (one word rewritten inside a short quote, issue #13). The frame
     (`_framing`): a sentence revised in two or three places is the passage where a side of its
     stored context still stands next to it near `expected` (where the quote should start now,
-    within FRAMED_REACH); a look-alike elsewhere, framed by other text, is not. So a match far
-    from `expected` needs one side of its context whole next to it and the other's words next
-    to the quote (a moved section's first sentence keeps the heading before it, not what stood
-    before that); near it, a match needs the words of one side next to it, and one side whole
-    if it is of a short quote or less similar than MIN_SIMILARITY_ANY_EDIT; a match holding a
-    side of the context inside it is the deleted passage's neighbour.
+    within FRAMED_REACH); a look-alike elsewhere, framed by other text, is not. Near `expected`
+    (or for a quote of SIBLING_MAX_QUOTE characters or more, anywhere) a match needs the words
+    of one side next to it; farther, one side whole, and the other not a near copy of the
+    stored one (a sibling entry's). A match of a short quote, or one less similar than
+    MIN_SIMILARITY_ANY_EDIT, needs one side whole; a match holding a side of the context inside
+    it is the deleted passage's neighbour.
     """
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
@@ -389,12 +390,19 @@ def _approximate(
     frame = _framing(index.folded, query, *ends)
     if frame is None:
         return None
-    whole, next_to = frame
+    whole = frame.count(WHOLE)
     near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
-    if near:
-        if not next_to:
+    if near or size >= SIBLING_MAX_QUOTE:
+        if not any(frame):
             return None
-    elif not (whole and next_to == 2):
+    elif not whole or any(
+        level == 0 and side is not None and MIN_CONTEXT_SIMILARITY <= side < CONTEXT_HOLDS
+        for level, side in zip(frame, (candidate.prefix, candidate.suffix), strict=True)
+    ):
+        # Far off, a sentence needs one side of its stored context, and its other side must
+        # not be like that one but other (a sibling entry's, whose sentence says the same after
+        # its own heading): a moved passage's other side is other text altogether, or the same
+        # with a word changed.
         return None
     if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not whole:
         return None
@@ -427,35 +435,44 @@ def _trimmed(
     return (start, end), similarity
 
 
+WHOLE, NEXT_TO = 2, 1  # how a side of the context frames a match (`_framing`)
+
+
 def _framing(text: str, query: Query, start: int, end: int) -> tuple[int, int] | None:
-    """How the stored context frames `text[start:end]`: on how many sides it stands whole next
-    to the match, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
-    its edge), and on how many at least its MIN_CONTEXT_EVIDENCE characters next to the quote
-    do (a side too short to tell, at the page's edge, counts there); `None` if a side stands
-    inside the match instead (and not in the quote): the match is the text next to a deleted
-    passage, now where the passage stood."""
-    whole = next_to = 0
+    """How each side of the stored context (prefix, suffix) frames `text[start:end]`: WHOLE
+    next to it, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
+    its edge), or its CONTEXT_PROBE_LENGTH characters next to the quote so and the rest holding
+    (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is too short to
+    tell, at the page's edge); else 0. `None` if a side stands inside the
+    match (and not in the quote): the match is the text next to a deleted passage, now where
+    the passage stood."""
+    levels = []
     inside = collapse(text[start:end])
     for side, before in ((query.prefix, True), (query.suffix, False)):
         words = collapse(side)
         if len(words) < MIN_CONTEXT_EVIDENCE:
-            next_to += 1
+            levels.append(NEXT_TO)
             continue
         if words in inside and words not in query.collapsed:
             return None
         reach = 2 * len(side) + CONTEXT_FRAMES
         if before:
             around = collapse(text[max(0, start - reach) : start + CONTEXT_FRAMES])
-            probe = words[-MIN_CONTEXT_EVIDENCE:]
+            probe = words[-CONTEXT_PROBE_LENGTH:]
         else:
             around = collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
-            probe = words[:MIN_CONTEXT_EVIDENCE]
+            probe = words[:CONTEXT_PROBE_LENGTH]
         if words in around:
-            whole += 1
-            next_to += 1
+            levels.append(WHOLE)
+        elif probe in around:
+            # Its far end may reach into a neighbour that changed: whole if it holds as well.
+            edge = (
+                text[max(0, start - len(side)) : start] if before else text[end : end + len(side)]
+            )
+            levels.append(WHOLE if context_similarity(side, edge) >= CONTEXT_HOLDS else NEXT_TO)
         else:
-            next_to += probe in around
-    return whole, next_to
+            levels.append(0)
+    return levels[0], levels[1]
 
 
 def context_elsewhere(

@@ -38,12 +38,20 @@ CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
 # `matching._framing`): within FRAMED_REACH characters of where the quote should start, a match
 # of a quote shorter than FUZZY_CONTEXT_REQUIRED_BELOW or less similar than this needs one side
 # of its context whole next to it (a sentence revised in two or three places keeps its
-# neighbours), any other match the MIN_CONTEXT_EVIDENCE characters of one side next to the
-# quote; farther, every match needs one side whole and those of the other. A deleted
+# neighbours), any other match the CONTEXT_PROBE_LENGTH characters of one side next to the
+# quote (a heading's word before a moved paragraph). A deleted
 # quote's look-alike stands in other text: "If this setting is left empty, no tags …" for "… all
 # tags …" on Material's docs; an options entry's twin a few screens below shares one side.
 MIN_SIMILARITY_ANY_EDIT = 0.85
 FRAMED_REACH = 512
+# Farther, a match of a quote shorter than this needs one side of its context whole, and its
+# other side must not be like the stored one (MIN_CONTEXT_SIMILARITY, below CONTEXT_HOLDS)
+# without being it: that is a
+# sibling entry's sentence, not the passage (an options reference repeats "Sets the … color of the
+# header bar." under each entry's heading). Longer quotes have no such twins: the words next to
+# one side suffice, as near the old place (their neighbours' edits reach both sides, measured
+# on benchmarks/anchoring.py).
+SIBLING_MAX_QUOTE = 320
 # A match less similar than MIN_SIMILARITY_ANY_EDIT loses the words at its ends that make it less
 # like the quote (`matching._trimmed`), for quotes up to this long (each try is a Levenshtein).
 TRIM_MAX_QUOTE = 512
