@@ -442,19 +442,13 @@ def _framing(text: str, query: Query, start: int, end: int) -> tuple[int, int] |
     """How each side of the stored context (prefix, suffix) frames `text[start:end]`: WHOLE
     next to it, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
     its edge), or its CONTEXT_PROBE_LENGTH characters next to the quote so and the rest holding
-    (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is too short to
-    tell, at the page's edge); else 0. `None` if a side stands inside the
-    match (and not in the quote): the match is the text next to a deleted passage, now where
-    the passage stood."""
+    (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side, shorter than
+    MIN_CONTEXT_EVIDENCE, is not); else 0. `None` if a side stands inside the match (and not in
+    the quote): the match is the text next to a deleted passage, now where it stood."""
     levels = []
     inside = collapse(text[start:end])
     for side, before in ((query.prefix, True), (query.suffix, False)):
         words = collapse(side)
-        if len(words) < MIN_CONTEXT_EVIDENCE:
-            levels.append(NEXT_TO)
-            continue
-        if words in inside and words not in query.collapsed:
-            return None
         reach = 2 * len(side) + CONTEXT_FRAMES
         if before:
             around = collapse(text[max(0, start - reach) : start + CONTEXT_FRAMES])
@@ -462,6 +456,13 @@ def _framing(text: str, query: Query, start: int, end: int) -> tuple[int, int] |
         else:
             around = collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
             probe = words[:CONTEXT_PROBE_LENGTH]
+        if len(words) < MIN_CONTEXT_EVIDENCE:
+            # A side this short (at the page's edge, or a list item's) frames the match if it is
+            # there; if not, it says nothing.
+            levels.append(WHOLE if words and words in around else NEXT_TO)
+            continue
+        if words in inside and words not in query.collapsed:
+            return None
         if words in around:
             levels.append(WHOLE)
         elif probe in around:
