@@ -821,8 +821,8 @@ REWORDS = {  # edit: words replaced, or None for a share of characters
     "10-20 % of characters": None,
 }
 CHAR_SHARE = (0.10, 0.20)
-# A near twin: a copy of the paragraph with one word changed, this many lines below it (or at
-# the end of the file), as an options reference repeats an entry's sentence.
+# A near twin: the sentence with one word changed, in a paragraph of its own this many lines
+# below it (or above), as an options reference repeats an entry's sentence.
 TWIN_LINES = 40
 SENTENCE = re.compile(r"[^.!?]*[.!?]")
 
@@ -911,7 +911,7 @@ def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> Non
         twin_quote = reworded(rng, quote, vocabulary, 1)
         # The twin stands alone in a paragraph of its own, framed by other text, as an options
         # reference repeats an entry's sentence under another heading.
-        twin_text = twin_quote
+        twin_text = twin_quote if twin_place(joined, i) >= 0 else None
         for kind, words in REWORDS.items():
             edited = reworded(rng, quote, vocabulary, words)
             if edited is None or edited == quote:
@@ -949,7 +949,7 @@ def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> Non
     )
     print(
         "twin below: the sentence with one other word changed, in a paragraph of its own "
-        f"{TWIN_LINES} lines below (on the page when the note was made)\n"
+        f"{TWIN_LINES} lines below (or above; on the page when the note was made)\n"
     )
     header = f"{'edit':38} {'n':>4}" + "".join(f" {m + ' right/stale/wrong':>34}" for m in methods)
     print(header)
@@ -961,6 +961,16 @@ def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> Non
         )
         print(f"{kind:38} {n:>4}{cells}")
     print("\nright: on the sentence's line (deleted: found nowhere); wrong: on another line")
+
+
+def twin_place(lines: list[str], i: int) -> int:
+    """Where a twin of the paragraph at line `i` goes: TWIN_LINES below it, else above it, at a
+    blank line; -1 if that is not at least half as far (in its place, a twin is the sentence
+    edited)."""
+    at = i + TWIN_LINES if i + TWIN_LINES < len(lines) else max(0, i - TWIN_LINES)
+    while 0 < at < len(lines) and lines[at].strip():
+        at += 1
+    return at if abs(at - i) >= TWIN_LINES // 2 else -1
 
 
 def run_reword(
@@ -979,9 +989,7 @@ def run_reword(
     nothing: the twin is below)."""
     lines = list(joined)
     if twin is not None:
-        at = min(len(lines), i + TWIN_LINES)
-        while at < len(lines) and lines[at].strip():
-            at += 1
+        at = twin_place(lines, i)
         lines[at:at] = ["", twin, ""]
     before = "\n".join(lines)
     if new_paragraph is None:

@@ -355,13 +355,13 @@ def _approximate(
     Similar enough: at least MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the
     context on both sides holds (one word rewritten inside a short quote, issue #13). The frame
     (`_framing`): a sentence revised in two or three places is the passage where a side of its
-    stored context still stands next to it near `expected` (where the quote should start now,
-    within FRAMED_REACH); a look-alike elsewhere, framed by other text, is not. Near `expected`
-    (or for a quote of SIBLING_MAX_QUOTE characters or more, anywhere) a match needs the words
-    of one side next to it; farther, one side whole, and the other not a near copy of the
-    stored one (a sibling entry's). A match of a short quote, or one less similar than
-    MIN_SIMILARITY_ANY_EDIT, needs one side whole; a match holding a side of the context inside
-    it is the deleted passage's neighbour.
+    stored context still stands whole next to it; a look-alike elsewhere, framed by other text,
+    is not. Farther than FRAMED_REACH from `expected` (where the quote should start now), its
+    other side must not be a near copy of the stored one either (a sibling entry's). A quote of
+    SIBLING_MAX_QUOTE characters or more, matched at MIN_SIMILARITY_ANY_EDIT or better, needs
+    only the words of one side next to it; with no context stored, a match needs that
+    similarity. A match holding a side of the context inside it is the deleted passage's
+    neighbour.
     """
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
@@ -387,24 +387,29 @@ def _approximate(
     short = size < FUZZY_CONTEXT_REQUIRED_BELOW
     if (short or similarity < MIN_QUOTE_SIMILARITY) and not _context_holds(candidate):
         return None
-    frame = _framing(index.folded, query, *ends)
+    near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
+    frame = _framing(index.folded, query, *ends, near)
     if frame is None:
         return None
     whole = frame.count(WHOLE)
-    near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
-    if near or size >= SIBLING_MAX_QUOTE:
+    if not (query.prefix.strip() or query.suffix.strip()):
+        # No context stored: nothing frames anything, and only a close match is taken.
+        if similarity < MIN_SIMILARITY_ANY_EDIT:
+            return None
+    elif size >= SIBLING_MAX_QUOTE and similarity >= MIN_SIMILARITY_ANY_EDIT:
         if not any(frame):
             return None
-    elif not whole or any(
-        level == 0 and side is not None and MIN_CONTEXT_SIMILARITY <= side < CONTEXT_HOLDS
-        for level, side in zip(frame, (candidate.prefix, candidate.suffix), strict=True)
+    elif not whole or (
+        not near
+        and any(
+            level == 0 and side is not None and MIN_CONTEXT_SIMILARITY <= side < CONTEXT_HOLDS
+            for level, side in zip(frame, (candidate.prefix, candidate.suffix), strict=True)
+        )
     ):
-        # Far off, a sentence needs one side of its stored context, and its other side must
-        # not be like that one but other (a sibling entry's, whose sentence says the same after
-        # its own heading): a moved passage's other side is other text altogether, or the same
+        # A sentence needs one side of its stored context; far off, its other side must not be
+        # like that one but other (a sibling entry's, whose sentence says the same after its
+        # own heading): a moved passage's other side is other text altogether, or the same
         # with a word changed.
-        return None
-    if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not whole:
         return None
     if context_elsewhere(
         index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
@@ -438,12 +443,12 @@ def _trimmed(
 WHOLE, NEXT_TO = 2, 1  # how a side of the context frames a match (`_framing`)
 
 
-def _framing(text: str, query: Query, start: int, end: int) -> tuple[int, int] | None:
+def _framing(text: str, query: Query, start: int, end: int, near: bool) -> tuple[int, int] | None:
     """How each side of the stored context (prefix, suffix) frames `text[start:end]`: WHOLE
     next to it, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
     its edge), or its CONTEXT_PROBE_LENGTH characters next to the quote so and the rest holding
-    (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side, shorter than
-    MIN_CONTEXT_EVIDENCE, is not); else 0. `None` if a side stands inside the match (and not in
+    (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is shorter than
+    MIN_CONTEXT_EVIDENCE, and not there or not `near`); else 0. `None` if a side stands inside the match (and not in
     the quote): the match is the text next to a deleted passage, now where it stood."""
     levels = []
     inside = collapse(text[start:end])
@@ -457,9 +462,10 @@ def _framing(text: str, query: Query, start: int, end: int) -> tuple[int, int] |
             around = collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
             probe = words[:CONTEXT_PROBE_LENGTH]
         if len(words) < MIN_CONTEXT_EVIDENCE:
-            # A side this short (at the page's edge, or a list item's) frames the match if it is
-            # there; if not, it says nothing.
-            levels.append(WHOLE if words and words in around else NEXT_TO)
+            # A side this short (at the page's edge, or a list item's) frames a match `near`
+            # the old place if it is there (elsewhere it stands too often); if not, it says
+            # nothing.
+            levels.append(WHOLE if near and words and words in around else NEXT_TO)
             continue
         if words in inside and words not in query.collapsed:
             return None

@@ -35,22 +35,18 @@ MIN_QUOTE_SIMILARITY = 0.75
 MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
 CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
 # An approximate match is the passage, edited, where its stored context frames it (issue #26,
-# `matching._framing`): within FRAMED_REACH characters of where the quote should start, a match
-# of a quote shorter than FUZZY_CONTEXT_REQUIRED_BELOW or less similar than this needs one side
-# of its context whole next to it (a sentence revised in two or three places keeps its
-# neighbours), any other match the CONTEXT_PROBE_LENGTH characters of one side next to the
-# quote (a heading's word before a moved paragraph). A deleted
-# quote's look-alike stands in other text: "If this setting is left empty, no tags …" for "… all
-# tags …" on Material's docs; an options entry's twin a few screens below shares one side.
+# `matching._framing`): one side of the context whole next to it (a sentence revised in two or
+# three places keeps its neighbours; a deleted quote's look-alike stands in other text: "If this
+# setting is left empty, no tags …" for "… all tags …" on Material's docs). Farther than
+# FRAMED_REACH characters from where the quote should start, its other side must not be like the
+# stored one (MIN_CONTEXT_SIMILARITY, below CONTEXT_HOLDS) without being it: that is a sibling
+# entry's sentence (an options reference repeats "Sets the … color of the header bar." under each
+# entry's heading), while a moved passage's other side is other text, or the same with a word
+# changed. A quote of SIBLING_MAX_QUOTE characters or more has no such twins: matched at
+# MIN_SIMILARITY_ANY_EDIT or better, the CONTEXT_PROBE_LENGTH characters of one side next to it
+# suffice (its neighbours' edits reach both sides' far ends, measured on benchmarks/anchoring.py).
 MIN_SIMILARITY_ANY_EDIT = 0.85
 FRAMED_REACH = 512
-# Farther, a match of a quote shorter than this needs one side of its context whole, and its
-# other side must not be like the stored one (MIN_CONTEXT_SIMILARITY, below CONTEXT_HOLDS)
-# without being it: that is a
-# sibling entry's sentence, not the passage (an options reference repeats "Sets the … color of the
-# header bar." under each entry's heading). Longer quotes have no such twins: the words next to
-# one side suffice, as near the old place (their neighbours' edits reach both sides, measured
-# on benchmarks/anchoring.py).
 SIBLING_MAX_QUOTE = 320
 # A match less similar than MIN_SIMILARITY_ANY_EDIT loses the words at its ends that make it less
 # like the quote (`matching._trimmed`), for quotes up to this long (each try is a Levenshtein).
@@ -66,10 +62,10 @@ CONTEXT_REQUIRED_BELOW = 32
 # just above a quote rewrites its prefix).
 MIN_UNIQUE_LENGTH = 16
 # An approximate match of a quote shorter than this needs its context to hold on every side
-# stored (CONTEXT_HOLDS), and to be framed (MIN_SIMILARITY_ANY_EDIT): a look-alike of a short
-# quote stands elsewhere too easily ("Made with Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the
-# sibling sentences of a settings list, "left empty, all tags and pages" and "left empty, no tags
-# or pages", 0.8), and a deleted quote must anchor nowhere.
+# stored (CONTEXT_HOLDS): a look-alike of a short quote stands elsewhere too easily ("Made with
+# Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the sibling sentences of
+# a settings list, "left empty, all tags and pages" and "left empty, no tags or pages", 0.8), and
+# a deleted quote must anchor nowhere.
 FUZZY_CONTEXT_REQUIRED_BELOW = 40
 # An approximate match is refused when a side of the stored context (at least
 # MIN_CONTEXT_EVIDENCE characters) still stands intact nearer the old position than the match,
