@@ -130,3 +130,40 @@ def test_a_deleted_sentence_is_not_found_on_its_twin_in_the_next_paragraph() -> 
     revised = "Sets the background shade of the title bar and of its menus."
     edited = page.replace(quote, revised)
     assert answers(edited, selector) == [(start, start + len(revised))] * 3
+
+
+# Two entries next to each other: the twin is near the old place and shares the suffix.
+NEIGHBOURS = """\
+# Header options
+
+## `background_color`
+
+Default: `#ffffff`
+
+Sets the background color of the header bar. Use any CSS color name or a hex value.
+
+## `foreground_color`
+
+Default: `#000000`
+
+Sets the foreground color of the header bar. Use any CSS color name or a hex value.
+"""
+
+
+@pytest.mark.parametrize(("revised", "places"), REVISIONS)
+def test_a_revised_sentence_keeps_its_note_beside_its_twin(revised: str, places: int) -> None:
+    # The twin, a few lines below, scores better (closer spelling, one side of the context the
+    # same); the revised sentence is framed by its own context at its old place, and wins.
+    selector = selector_of(NEIGHBOURS, QUOTE)
+    page = project_markdown(NEIGHBOURS.replace(QUOTE, revised)).text
+    at = page.index(revised)
+    assert answers(page, selector) == [(at, at + len(revised))] * 3
+
+
+def test_a_sentence_rewritten_past_recognition_is_not_handed_to_its_twin() -> None:
+    # Four words of eight changed: not found, and its context still stands around it at its
+    # old place, so the twin below (sharing the suffix) is a look-alike, not the passage.
+    rewritten = "Gives the backdrop shade of the title strip."
+    selector = selector_of(NEIGHBOURS, QUOTE)
+    page = project_markdown(NEIGHBOURS.replace(QUOTE, rewritten)).text
+    assert answers(page, selector) == [None] * 3

@@ -413,9 +413,34 @@ def _approximate(
         return None
     if context_elsewhere(
         index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
-    ):
+    ) or _frame_stands_elsewhere(index.folded, query, expected, *ends):
         return None
     return candidate._replace(framed=bool(whole) and near)
+
+
+def _frame_stands_elsewhere(
+    text: str, query: Query, expected: int | None, start: int, end: int
+) -> bool:
+    """Whether the quote's whole stored context, both sides, still stands near `expected`
+    around other text at least half as long as the quote, and not around the match: the
+    passage is there, rewritten past recognition, and the match is a look-alike (an options
+    entry's twin below it, spelt closer to the quote than the rewritten sentence)."""
+    if expected is None:
+        return False
+    prefix, suffix = query.prefix.strip(), query.suffix.strip()
+    if len(prefix) < MIN_CONTEXT_EVIDENCE or len(suffix) < MIN_CONTEXT_EVIDENCE:
+        return False
+    length = len(query.quote)
+    lo = max(0, expected - CONTEXT_EVIDENCE_REACH - len(prefix))
+    hi = expected + CONTEXT_EVIDENCE_REACH
+    at = text.find(prefix, lo, hi)
+    while at != -1:
+        inner = at + len(prefix)
+        after = text.find(suffix, inner + length // 2, inner + 2 * length + len(suffix))
+        if after != -1 and not (inner - CONTEXT_FRAMES <= start and end <= after + CONTEXT_FRAMES):
+            return True
+        at = text.find(prefix, at + 1, hi)
+    return False
 
 
 def _trimmed(
@@ -526,8 +551,7 @@ def _choose(
     their stored context near where the quote should be (old position and context outrank a
     closer spelling elsewhere, issue #26), a framed one wins, then the one nearest the
     `expected` start (the old position, or a range from `_expected`), then the better score,
-    then an exact hit over an approximate one; of the spans starting at that place, the one
-    most like the quote.
+    then an exact hit over an approximate one.
     """
     if not candidates:
         return None, False
@@ -546,13 +570,6 @@ def _choose(
         return not c.framed, outside, abs(c.start - likeliest), -c.score, c.method == "fuzzy"
 
     chosen = min(tied, key=rank)
-    # Spans starting at one place are one answer with other ends: the one most like the quote,
-    # not one stretched over a paragraph inserted next to it (which its context then frames).
-    same = [
-        c for c in tied if abs(c.start - chosen.start) <= SAME_PLACE and c.framed == chosen.framed
-    ]
-    if len(same) > 1:
-        chosen = max(same, key=lambda c: (c.similarity, c.score, c.method != "fuzzy"))
     return chosen, any(abs(c.start - chosen.start) > SAME_PLACE for c in tied)
 
 
