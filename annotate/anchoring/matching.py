@@ -473,8 +473,9 @@ def _framing(text: str, query: Query, start: int, end: int, near: bool) -> tuple
     next to it, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
     its edge), or its CONTEXT_PROBE_LENGTH characters next to the quote so and the rest holding
     (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is shorter than
-    MIN_CONTEXT_EVIDENCE, and not there or not `near`); else 0. `None` if a side stands inside the match (and not in
-    the quote): the match is the text next to a deleted passage, now where it stood."""
+    MIN_CONTEXT_EVIDENCE, and not there or not `near`); else 0. `None` if a side stands inside
+    the match (and not in the quote): the match is the text next to a deleted passage, now
+    where it stood."""
     levels = []
     inside = collapse(text[start:end])
     for side, before in ((query.prefix, True), (query.suffix, False)):
