@@ -991,6 +991,9 @@ def run_reword(
     if twin is not None:
         at = twin_place(lines, i)
         lines[at:at] = ["", twin, ""]
+        if at <= i:  # placed above: the paragraph moved down
+            i += 3
+            line = None if line is None else line + 3
     before = "\n".join(lines)
     if new_paragraph is None:
         del lines[i : i + 2]
