@@ -167,3 +167,38 @@ def test_a_sentence_rewritten_past_recognition_is_not_handed_to_its_twin() -> No
     selector = selector_of(NEIGHBOURS, QUOTE)
     page = project_markdown(NEIGHBOURS.replace(QUOTE, rewritten)).text
     assert answers(page, selector) == [None] * 3
+
+
+# A troubleshooting page repeats its advice under each problem; the issue numbers differ.
+TROUBLE = f"""\
+# Troubleshooting
+
+## Footnotes are duplicated
+
+Before version 2.1, footnotes could be duplicated over a page.
+Please upgrade to version 2.1 or higher. See also: Issue #186.
+
+{FILLER}
+## Tabs break links
+
+Before version 2.1, several tab blocks on one page broke links: a click on a tab opened the
+wrong one.
+Please upgrade to version 2.1 or higher. See also: Issue #193.
+"""
+ADVICE = "over a page.\nPlease upgrade to version 2.1"
+
+
+def test_a_deleted_paragraph_is_not_found_on_its_sibling_far_below() -> None:
+    # The sibling keeps the suffix's first words ("or higher. See also: Issue #1"): far from
+    # the old place, that is a template repeated, not the passage's own context.
+    paragraph = (
+        "Before version 2.1, footnotes could be duplicated over a page.\n"
+        "Please upgrade to version 2.1 or higher. See also: Issue #186.\n\n"
+    )
+    text = project_markdown(TROUBLE).text
+    start = text.index(ADVICE)
+    selector = build_selector(text, start, start + len(ADVICE))
+    deleted = TROUBLE.replace(paragraph, "")
+    assert answers(project_markdown(deleted).text, selector) == [None] * 3
+    context = {"prefix": selector["prefix"], "suffix": selector["suffix"]}
+    assert locate_in_markdown(deleted, ADVICE, **context, hint_line=5) is None

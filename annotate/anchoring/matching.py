@@ -471,8 +471,8 @@ WHOLE, NEXT_TO = 2, 1  # how a side of the context frames a match (`_framing`)
 def _framing(text: str, query: Query, start: int, end: int, near: bool) -> tuple[int, int] | None:
     """How each side of the stored context (prefix, suffix) frames `text[start:end]`: WHOLE
     next to it, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
-    its edge), or its CONTEXT_PROBE_LENGTH characters next to the quote so and the rest holding
-    (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is shorter than
+    its edge), or, `near` the old place, its CONTEXT_PROBE_LENGTH characters next to the quote
+    so and the rest holding (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is shorter than
     MIN_CONTEXT_EVIDENCE, and not there or not `near`); else 0. `None` if a side stands inside
     the match (and not in the quote): the match is the text next to a deleted passage, now
     where it stood."""
@@ -498,11 +498,15 @@ def _framing(text: str, query: Query, start: int, end: int, near: bool) -> tuple
         if words in around:
             levels.append(WHOLE)
         elif probe in around:
-            # Its far end may reach into a neighbour that changed: whole if it holds as well.
+            # Its far end may reach into a neighbour that changed: whole if it holds as well,
+            # near the old place (far from it, a sibling's template differs there: "See also:
+            # Issue #186" after one "Please upgrade to version 0.14 or higher.", "#193" after
+            # another).
             edge = (
                 text[max(0, start - len(side)) : start] if before else text[end : end + len(side)]
             )
-            levels.append(WHOLE if context_similarity(side, edge) >= CONTEXT_HOLDS else NEXT_TO)
+            holds = near and context_similarity(side, edge) >= CONTEXT_HOLDS
+            levels.append(WHOLE if holds else NEXT_TO)
         else:
             levels.append(0)
     return levels[0], levels[1]
