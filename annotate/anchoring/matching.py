@@ -377,7 +377,20 @@ def _approximate(
         query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY_IN_CONTEXT
     )
     if similarity < MIN_SIMILARITY_ANY_EDIT and len(query.collapsed) <= TRIM_MAX_QUOTE:
-        ends, similarity = _trimmed(query.collapsed, index.folded, *ends, similarity)
+        trimmed, closer = _trimmed(query.collapsed, index.folded, *ends, similarity)
+        if trimmed != ends:
+            # The trimmed span if it is taken, else the span as found (a rewritten first word
+            # that its context frames is the quote's).
+            candidate = _accepted(index, query, trimmed, closer, expected)
+            if candidate is not None:
+                return candidate
+    return _accepted(index, query, ends, similarity, expected)
+
+
+def _accepted(
+    index: Index, query: Query, ends: tuple[int, int], similarity: float, expected: int | None
+) -> _Candidate | None:
+    """The candidate at `ends` if `_approximate`'s rules take it."""
     if similarity < MIN_QUOTE_SIMILARITY_IN_CONTEXT:
         return None
     size = len(query.collapsed)
