@@ -400,7 +400,10 @@ def _accepted(
     short = size < FUZZY_CONTEXT_REQUIRED_BELOW
     if (short or similarity < MIN_QUOTE_SIMILARITY) and not _context_holds(candidate):
         return None
-    near = expected is None or abs(ends[0] - expected) <= FRAMED_REACH
+    # Near where the quote should be: where its neighbours moved it, or where it was.
+    near = expected is None or any(
+        at is not None and abs(ends[0] - at) <= FRAMED_REACH for at in (expected, query.start)
+    )
     frame = _framing(index.folded, query, *ends, near)
     if frame is None:
         return None
