@@ -773,6 +773,7 @@ def markdown_check(docs: Path, seed: int) -> int:
         "projected text with the quote's old position, as the page's highlight is; scores: of "
         "the right ones"
     )
+    reword_check(paragraphs, seed)
     return 0
 
 
@@ -808,6 +809,222 @@ def check_markdown(
         scores[key].append(found.score)
     else:
         counts["wrong"] += 1
+
+
+# Rewordings: sentences of a real paragraph with words replaced by others of about the same
+# length, or a share of their characters edited, as a reviewer's note sees a sentence revised.
+REWORD_LENGTH = (60, 160)
+REWORDS = {  # edit: words replaced, or None for a share of characters
+    "1 word reworded": 1,
+    "2 words reworded": 2,
+    "3 words reworded": 3,
+    "10-20 % of characters": None,
+}
+CHAR_SHARE = (0.10, 0.20)
+# A near twin: the sentence with one word changed, in a paragraph of its own this many lines
+# below it (or above), as an options reference repeats an entry's sentence.
+TWIN_LINES = 40
+SENTENCE = re.compile(r"[^.!?]*[.!?]")
+
+
+def reworded(
+    rng: random.Random, quote: str, vocabulary: list[str], words: int | None
+) -> str | None:
+    """`quote` with `words` of its words replaced by other words of about the same length (their
+    length within one), or, for None, 10-20 % of its characters edited (`edit_plan`)."""
+    if words is None:
+        edits = edit_plan(rng, quote, 0, len(quote), CHAR_SHARE)
+        for s, e, new, _ in sorted(edits, reverse=True):
+            quote = quote[:s] + new + quote[e:]
+        return " ".join(quote.split())
+    tokens = quote.split(" ")
+    eligible = [
+        k
+        for k, w in enumerate(tokens)
+        if w.isalpha() and len(w) >= 3 and any(abs(len(v) - len(w)) <= 1 for v in vocabulary)
+    ]
+    if len(eligible) < words:
+        return None
+    for k in rng.sample(eligible, words):
+        old = tokens[k]
+        near = [w for w in vocabulary if abs(len(w) - len(old)) <= 1 and w.lower() != old.lower()]
+        tokens[k] = rng.choice(near)
+    return " ".join(tokens)
+
+
+def span_lines(projected, index: list[int], start: int, end: int) -> tuple[int, int]:
+    """1-based first and last lines of the Markdown behind text[start:end] (normalised)."""
+    source = projected.source
+    first = projected.offsets[index[start]]
+    last = projected.offsets[index[max(start, end - 1)]]
+    return source.count("\n", 0, first) + 1, source.count("\n", 0, last) + 1
+
+
+def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> None:
+    """Sentences of 60-160 characters reworded (1-3 words, 10-20 % of characters), with and
+    without a near twin of their paragraph below, and their paragraph deleted: each located by
+    `locate` (page text, old position), `locate_in_markdown` (hint line) and the edlib port of
+    matchQuote, in the same run. Right: on the sentence's line; wrong: on another line."""
+    rng = random.Random(seed + 1)
+    vocabulary = sorted(
+        {
+            word
+            for _, source, i, j in paragraphs
+            for word in " ".join(source.split("\n")[i:j]).split()
+            if word.isalpha() and len(word) >= 3
+        }
+    )
+    methods = ("locate", "locate_in_markdown", "mQ edlib")
+    rows: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    sentences = 0
+    for _, source, i, j in paragraphs:
+        if sentences == MARKDOWN_PARAGRAPHS:
+            break
+        lines = source.split("\n")
+        paragraph = " ".join(" ".join(lines[i:j]).split())
+        fits = [
+            s.strip()
+            for s in SENTENCE.findall(paragraph)
+            if REWORD_LENGTH[0] <= len(s.strip()) <= REWORD_LENGTH[1]
+        ]
+        if not fits:
+            continue
+        quote = rng.choice(fits)
+        # The paragraph on one line: the right line is i + 1 whatever the edit.
+        joined = [*lines[:i], paragraph, *lines[j:]]
+        before = "\n".join(joined)
+        projected = project_markdown(before)
+        text, _ = normalise(projected.text)
+        needle = normalise(quote)[0].strip()
+        if text.count(needle) != 1:
+            continue
+        at = text.index(needle)
+        selector = build_selector(text, at, at + len(needle))
+        found = locate_in_markdown(
+            before, quote, prefix=selector["prefix"], suffix=selector["suffix"]
+        )
+        if found is None or found.line_start != i + 1:
+            continue
+        sentences += 1
+        # A near twin of the sentence a few screens below: one of its words changed (the twin is
+        # on the page before and after the edit).
+        twin_quote = reworded(rng, quote, vocabulary, 1)
+        # The twin stands alone in a paragraph of its own, framed by other text, as an options
+        # reference repeats an entry's sentence under another heading.
+        twin_text = twin_quote if twin_place(joined, i) >= 0 else None
+        for kind, words in REWORDS.items():
+            edited = reworded(rng, quote, vocabulary, words)
+            if edited is None or edited == quote:
+                continue
+            new_paragraph = paragraph.replace(quote, edited, 1)
+            run_reword(rows[kind], methods, joined, i, new_paragraph, None, quote, selector, i + 1)
+            if twin_text is not None and words is not None and words > 1:
+                run_reword(
+                    rows[f"{kind}, twin below"],
+                    methods,
+                    joined,
+                    i,
+                    new_paragraph,
+                    twin_text,
+                    quote,
+                    selector,
+                    i + 1,
+                )
+        if twin_text is not None:
+            run_reword(
+                rows["deleted, twin below"],
+                methods,
+                joined,
+                i,
+                None,
+                twin_text,
+                quote,
+                selector,
+                None,
+            )
+        run_reword(rows["deleted"], methods, joined, i, None, None, quote, selector, None)
+
+    print(
+        f"\nRewordings: {sentences} sentences of {REWORD_LENGTH[0]}-{REWORD_LENGTH[1]} characters"
+    )
+    print(
+        "twin below: the sentence with one other word changed, in a paragraph of its own "
+        f"{TWIN_LINES} lines below (or above; on the page when the note was made)\n"
+    )
+    header = f"{'edit':38} {'n':>4}" + "".join(f" {m + ' right/stale/wrong':>34}" for m in methods)
+    print(header)
+    for kind, counts in rows.items():
+        n = counts[methods[0]]["n"]
+        cells = "".join(
+            f" {counts[m]['right']:>18}/{counts[m]['stale']:>5}/{counts[m]['wrong']:>5}  "
+            for m in methods
+        )
+        print(f"{kind:38} {n:>4}{cells}")
+    print("\nright: on the sentence's line (deleted: found nowhere); wrong: on another line")
+
+
+def twin_place(lines: list[str], i: int) -> int:
+    """Where a twin of the paragraph at line `i` goes: TWIN_LINES below it, else above it, at a
+    blank line; -1 if that is not at least half as far (in its place, a twin is the sentence
+    edited)."""
+    at = i + TWIN_LINES if i + TWIN_LINES < len(lines) else max(0, i - TWIN_LINES)
+    while 0 < at < len(lines) and lines[at].strip():
+        at += 1
+    return at if abs(at - i) >= TWIN_LINES // 2 else -1
+
+
+def run_reword(
+    counts: dict[str, Counter],
+    methods: tuple[str, ...],
+    joined: list[str],
+    i: int,
+    new_paragraph: str | None,
+    twin: str | None,
+    quote: str,
+    selector: dict,
+    line: int | None,
+) -> None:
+    """Edit the paragraph at line `i` (None: delete it), place `twin` below it, and count each
+    method's answer. The note was made on the page with the twin (its old offset moves by
+    nothing: the twin is below)."""
+    lines = list(joined)
+    if twin is not None:
+        at = twin_place(lines, i)
+        lines[at:at] = ["", twin, ""]
+        if at <= i:  # placed above: the paragraph moved down
+            i += 3
+            line = None if line is None else line + 3
+    before = "\n".join(lines)
+    if new_paragraph is None:
+        del lines[i : i + 2]
+    else:
+        lines[i] = new_paragraph
+    after = "\n".join(lines)
+    if twin is not None:
+        # The selector as the page with the twin would have stored it.
+        old, _ = normalise(project_markdown(before).text)
+        needle = normalise(quote)[0].strip()
+        at = old.find(selector["prefix"] + needle) + len(selector["prefix"])
+        selector = build_selector(old, at, at + len(needle))
+    projected = project_markdown(after)
+    text, index = normalise(projected.text)
+    exact, prefix, suffix, start = (selector[k] for k in ("exact", "prefix", "suffix", "start"))
+    answers: dict[str, tuple[int, int] | None] = {}
+    match = locate(text, exact, prefix=prefix, suffix=suffix, start=start, end=start + len(exact))
+    answers["locate"] = None if match is None else span_lines(projected, index, *span(match))
+    found = locate_in_markdown(after, quote, prefix=prefix, suffix=suffix, hint_line=i + 1)
+    answers["locate_in_markdown"] = None if found is None else (found.line_start, found.line_end)
+    theirs = match_quote_edlib(text, exact, prefix, suffix, start)
+    answers["mQ edlib"] = None if theirs is None else span_lines(projected, index, *theirs)
+    for method in methods:
+        got = answers[method]
+        counts[method]["n"] += 1
+        if got is None:
+            counts[method]["right" if line is None else "stale"] += 1
+        elif got == (line, line):
+            counts[method]["right"] += 1
+        else:
+            counts[method]["wrong"] += 1
 
 
 def main() -> int:

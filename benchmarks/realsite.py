@@ -74,15 +74,28 @@ KINDS = (
     "element",
 )
 EDITS = ("insert above", "insert just above", "reword", "reflow", "move", "delete")
+# Sentences revised in several places (issue #26): 2 or 3 words replaced by others of about the
+# same length, or words replaced until 10-20 % of the quote's characters changed; quotes of
+# REVISE_MIN characters or more, of the kinds a one-word rewording is tried on.
+REVISIONS = ("reword 2", "reword 3", "reword 15 %")
+REVISE_MIN = 60
+# Replacement words by length (a word is replaced by one within a letter of its length).
+NEW_WORDS = (  # noqa: SIM905 (a list of 51 words, one a line, reads worse)
+    "alpha brave cobalt dynamo ember falcon gravel harbor island jovial kernel lantern "
+    "meadow nectar orchid pepper quartz ribbon saddle timber umbrella velvet walnut yonder "
+    "zephyr absolute blueprint carnival daffodil elevator fountain galaxies hydrogen "
+    "incident juniper kangaroo labyrinth mandolin navigator obsidian pinnacle quadrant "
+    "rosemary sapphire tapestry ultimatum vineyard wanderer xylophone yachtsman zeppelin"
+).split()
 # Which edits make sense for a kind (a table cell cannot be reflowed, a heading not moved).
 EDITABLE = {
-    "paragraph": EDITS,
+    "paragraph": EDITS + REVISIONS,
     "inline": ("insert just above", "reword", "reflow", "insert above"),
     "heading": ("insert above", "reword", "delete"),
-    "admonition": ("insert just above", "reword", "reflow", "delete"),
-    "tab": ("insert just above", "reword", "reflow", "delete"),
+    "admonition": ("insert just above", "reword", "reflow", "delete", *REVISIONS),
+    "tab": ("insert just above", "reword", "reflow", "delete", *REVISIONS),
     "table cell": ("insert above", "reword", "insert just above"),
-    "list item": ("reword", "insert just above", "reflow", "delete"),
+    "list item": ("reword", "insert just above", "reflow", "delete", *REVISIONS),
     "code": ("insert above", "reword"),
     "footnote": ("reword", "insert just above", "reflow"),
     "definition": ("reword", "reflow", "insert just above"),
@@ -708,6 +721,8 @@ def plan_edits(passages: list[Passage]) -> None:
                 continue
             if edit == "reword" and len(p.exact) < 30:
                 continue
+            if edit in REVISIONS and len(p.exact) < REVISE_MIN:
+                continue
             key = (p.path, p.expected[0])
             if edit != "insert above" and key in used:
                 continue
@@ -777,6 +792,9 @@ def edit(lines: list[str], at: int, p: Passage) -> None:
                         p.new_exact = p.exact.replace(word, NEW_WORD, 1)
                         return
         p.edit = "none"  # no word to change safely
+    elif p.edit in REVISIONS:
+        if not revise(lines, first, last, p):
+            p.edit = "none"  # not enough words to change safely
     elif p.edit == "reflow":
         line = lines[first]
         words = p.exact.split()
@@ -802,6 +820,47 @@ def edit(lines: list[str], at: int, p: Passage) -> None:
             del lines[at : end + 1]
         else:
             del lines[first : last + 1]
+
+
+def revise(lines: list[str], first: int, last: int, p: Passage) -> bool:
+    """Replace 2 or 3 words of the quote (or enough for 10-20 % of its characters) by words of
+    about their length, each once in the quote and in its lines, outside links; whether done
+    (nothing is changed otherwise)."""
+    rng = random.Random(p.exact)
+    words = list(dict.fromkeys(re.findall(r"\b[A-Za-z]{4,}\b", p.exact)))
+    rng.shuffle(words)
+    if p.edit == "reword 15 %":
+        budget, wanted = int(rng.uniform(0.10, 0.20) * len(p.exact)), len(words)
+    else:
+        budget, wanted = 0, int(p.edit.split()[1])
+    span = "\n".join(lines[first : last + 1])
+    chosen: list[tuple[str, str]] = []
+    changed = 0
+    for word in words:
+        if len(chosen) == wanted or (budget and changed >= budget):
+            break
+        pattern = r"\b" + word + r"\b"
+        in_link = re.search(r"\[[^\]]*\b" + word + r"\b[^\]]*\]", span)
+        if in_link or len(re.findall(pattern, span)) != 1:
+            continue
+        if len(re.findall(pattern, p.exact)) != 1:
+            continue
+        near = [w for w in NEW_WORDS if abs(len(w) - len(word)) <= 1 and w not in span]
+        if near:
+            new = rng.choice(near)
+            chosen.append((pattern, new))
+            changed += max(len(word), len(new))
+    if len(chosen) < (2 if budget else wanted) or (budget and changed < 0.10 * len(p.exact)):
+        return False
+    new_exact = p.exact
+    for pattern, new in chosen:
+        for n in range(first, last + 1):
+            if re.search(pattern, lines[n]):
+                lines[n] = re.sub(pattern, new, lines[n], count=1)
+                break
+        new_exact = re.sub(pattern, new, new_exact, count=1)
+    p.new_exact = new_exact
+    return True
 
 
 def builds(log: Path) -> int:
@@ -932,8 +991,11 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
         p.after.get("lines") in ("wrong", "WRONG") for p in graded
     )
     reworded = [p for p in graded if p.edit == "reword"]
+    revised = {edit: [p for p in graded if p.edit == edit] for edit in REVISIONS}
     untouched = [p for p in graded if p.edit in ("none", "insert above")]
-    moved = [p for p in graded if p.edit not in ("delete", "none", "insert above", "reword")]
+    moved = [
+        p for p in graded if p.edit not in ("delete", "none", "insert above", "reword", *REVISIONS)
+    ]
     deleted = [p for p in graded if p.edit == "delete"]
 
     def right(ps: list[Passage]) -> int:
@@ -963,6 +1025,14 @@ def report(passages: list[Passage], site: str, commit: str) -> None:
                     "one-word edit, 30+ chars: anchored, right lines, lit",
                     f"{right(reworded)} / {len(reworded)}",
                 ],
+                *(
+                    [
+                        f"{edit.replace('reword ', '')} reworded, {REVISE_MIN}+ chars: anchored, "
+                        "right lines, lit",
+                        f"{right(revised[edit])} / {len(revised[edit])}",
+                    ]
+                    for edit in REVISIONS
+                ),
                 [
                     "untouched (edits around): anchored, right lines, lit",
                     f"{right(untouched)} / {len(untouched)}",

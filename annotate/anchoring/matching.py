@@ -35,10 +35,10 @@ from .tuning import (
     CONTEXT_HOLDS,
     CONTEXT_PROBE_LENGTH,
     CONTEXT_REQUIRED_BELOW,
+    FRAMED_REACH,
     FUZZY_CONTEXT_REQUIRED_BELOW,
     GOOD_CONTEXT_SIMILARITY,
     MAX_POSTINGS,
-    MAX_REWRITTEN_WORDS,
     MIN_CONTEXT_EVIDENCE,
     MIN_CONTEXT_SIMILARITY,
     MIN_FUZZY_LENGTH,
@@ -51,9 +51,11 @@ from .tuning import (
     PREFIX_WEIGHT,
     QUOTE_WEIGHT,
     SAME_PLACE,
+    SIBLING_MAX_QUOTE,
     SUFFIX_WEIGHT,
     TIE_MARGIN,
     TOTAL_WEIGHT,
+    TRIM_MAX_QUOTE,
     WINDOW_SLACK,
 )
 
@@ -68,6 +70,9 @@ class _Candidate(NamedTuple):
     suffix: float | None
     score: float  # weighted similarity of quote and context, 0–1
     method: Method
+    # An approximate match next to a side of its stored context, near where the quote should be
+    # (`_approximate`): the passage itself, edited, before any closer spelling elsewhere.
+    framed: bool = False
 
     def match(self) -> Match:
         """The answer: 100 for the quote letter for letter where its context supports it;
@@ -103,7 +108,7 @@ def locate(
     query = Query.of(Selector(exact, prefix, suffix, start, end, replaced_text))
     candidates, done = _exact_step(index, query)
     if not done:
-        candidates = _fuzzy_step(index, query, approximate.anchors(query), candidates)
+        candidates = _fuzzy_step(index, query, approximate.anchors(query), candidates, query.start)
     return _answer(*_choose(candidates, query.start))
 
 
@@ -218,7 +223,8 @@ def _approximate_steps(
             # One scan of the text for the word pairs of every quote still to be looked for.
             anchors = {j: approximate.anchors(queries[j]) for j in order if not steps[j][1]}
             index.prefetch(key for pairs in anchors.values() for key, _ in pairs)
-        candidates = _fuzzy_step(index, query, anchors[i], candidates)
+        expected = None if query.start is None else query.start + shift
+        candidates = _fuzzy_step(index, query, anchors[i], candidates, expected)
         steps[i] = candidates, True
         if query.start is not None:
             shift = _shift(candidates, query.start, shift, moved_by, i)
@@ -300,14 +306,19 @@ def _exact_step(index: Index, query: Query, shift: int = 0) -> tuple[list[_Candi
 
 
 def _fuzzy_step(
-    index: Index, query: Query, anchors: list[tuple[int, int]], candidates: list[_Candidate]
+    index: Index,
+    query: Query,
+    anchors: list[tuple[int, int]],
+    candidates: list[_Candidate],
+    expected: int | None,
 ) -> list[_Candidate]:
-    """The exact hits plus the approximate matches found in the candidate windows."""
+    """The exact hits plus the approximate matches found in the candidate windows (`expected`:
+    where the quote should start now, `_approximate`)."""
     candidates = list(candidates)
     # `windows` does not use the pairs found more than MAX_POSTINGS times.
     postings = index.lookup((key for key, _ in anchors), MAX_POSTINGS)
     for window in approximate.windows(query, anchors, postings, len(index.text)):
-        candidate = _approximate(index, query, window)
+        candidate = _approximate(index, query, window, expected)
         if candidate is not None:
             candidates.append(candidate)
     return candidates
@@ -323,7 +334,7 @@ def _near(index: Index, query: Query, shift: int) -> _Candidate | None:
         return None
     # The window `windows` adds at the old position, moved by the shift.
     candidate = _approximate(
-        index, query, Window(at, at + length, WINDOW_SLACK, approximate.slack(length))
+        index, query, Window(at, at + length, WINDOW_SLACK, approximate.slack(length)), at
     )
     if candidate is None or not _context_agrees(candidate):
         return None
@@ -335,10 +346,23 @@ def _near(index: Index, query: Query, shift: int) -> _Candidate | None:
     )
 
 
-def _approximate(index: Index, query: Query, window: Window) -> _Candidate | None:
-    """The approximate match of the quote in a window, if it is similar enough: at least
-    MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the context on both sides
-    holds (one word rewritten inside a short quote, issue #13)."""
+def _approximate(
+    index: Index, query: Query, window: Window, expected: int | None
+) -> _Candidate | None:
+    """The approximate match of the quote in a window, if it is similar enough and its frame
+    says it is the passage (issue #26).
+
+    Similar enough: at least MIN_QUOTE_SIMILARITY, or MIN_QUOTE_SIMILARITY_IN_CONTEXT where the
+    context on both sides holds (one word rewritten inside a short quote, issue #13). The frame
+    (`_framing`): a sentence revised in two or three places is the passage where a side of its
+    stored context still stands whole next to it; a look-alike elsewhere, framed by other text,
+    is not. Farther than FRAMED_REACH from `expected` (where the quote should start now), its
+    other side must not be a near copy of the stored one either (a sibling entry's). A quote of
+    SIBLING_MAX_QUOTE characters or more, matched at MIN_SIMILARITY_ANY_EDIT or better, needs
+    only the words of one side next to it; with no context stored, a match needs that
+    similarity. A match holding a side of the context inside it is the deleted passage's
+    neighbour.
+    """
     guess = collapse(index.folded[max(0, window.start) : window.end])
     if (
         Levenshtein.normalized_similarity(query.collapsed, guess, score_cutoff=MIN_ROUGH_SIMILARITY)
@@ -352,28 +376,156 @@ def _approximate(index: Index, query: Query, window: Window) -> _Candidate | Non
     similarity = Levenshtein.normalized_similarity(
         query.collapsed, found, score_cutoff=MIN_QUOTE_SIMILARITY_IN_CONTEXT
     )
+    if similarity < MIN_SIMILARITY_ANY_EDIT and len(query.collapsed) <= TRIM_MAX_QUOTE:
+        trimmed, closer = _trimmed(query.collapsed, index.folded, *ends, similarity)
+        if trimmed != ends:
+            # The trimmed span if it is taken, else the span as found (a rewritten first word
+            # that its context frames is the quote's).
+            candidate = _accepted(index, query, trimmed, closer, expected)
+            if candidate is not None:
+                return candidate
+    return _accepted(index, query, ends, similarity, expected)
+
+
+def _accepted(
+    index: Index, query: Query, ends: tuple[int, int], similarity: float, expected: int | None
+) -> _Candidate | None:
+    """The candidate at `ends` if `_approximate`'s rules take it."""
     if similarity < MIN_QUOTE_SIMILARITY_IN_CONTEXT:
         return None
     size = len(query.collapsed)
     candidate = _candidate(index, query, *ends, similarity, "fuzzy", size)
     if candidate is None:
         return None
-    # A short quote, or one rewritten this much, is only an edit of what stands there if one run
-    # of its words changed (else it is a sibling sentence), in its context.
     short = size < FUZZY_CONTEXT_REQUIRED_BELOW
-    if short and not _context_holds(candidate):
+    if (short or similarity < MIN_QUOTE_SIMILARITY) and not _context_holds(candidate):
         return None
-    if (short or similarity < MIN_SIMILARITY_ANY_EDIT) and not _one_edit_apart(
-        query.collapsed, found
+    # Near where the quote should be: where its neighbours moved it, or where it was.
+    near = expected is None or any(
+        at is not None and abs(ends[0] - at) <= FRAMED_REACH for at in (expected, query.start)
+    )
+    frame = _framing(index.folded, query, *ends, near)
+    if frame is None:
+        return None
+    whole = frame.count(WHOLE)
+    if not (query.prefix.strip() or query.suffix.strip()):
+        # No context stored: nothing frames anything, and only a close match is taken.
+        if similarity < MIN_SIMILARITY_ANY_EDIT:
+            return None
+    elif size >= SIBLING_MAX_QUOTE and similarity >= MIN_SIMILARITY_ANY_EDIT:
+        if not any(frame):
+            return None
+    elif not whole or (
+        not near
+        and any(
+            level == 0 and side is not None and MIN_CONTEXT_SIMILARITY <= side < CONTEXT_HOLDS
+            for level, side in zip(frame, (candidate.prefix, candidate.suffix), strict=True)
+        )
     ):
-        return None
-    if similarity < MIN_QUOTE_SIMILARITY and not _context_holds(candidate):
+        # A sentence needs one side of its stored context; far off, its other side must not be
+        # like that one but other (a sibling entry's, whose sentence says the same after its
+        # own heading): a moved passage's other side is other text altogether, or the same
+        # with a word changed.
         return None
     if context_elsewhere(
         index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
-    ):
+    ) or _frame_stands_elsewhere(index.folded, query, expected, *ends):
         return None
-    return candidate
+    return candidate._replace(framed=bool(whole) and near)
+
+
+def _frame_stands_elsewhere(
+    text: str, query: Query, expected: int | None, start: int, end: int
+) -> bool:
+    """Whether the quote's whole stored context, both sides, still stands near `expected`
+    around other text at least half as long as the quote, and not around the match: the
+    passage is there, rewritten past recognition, and the match is a look-alike (an options
+    entry's twin below it, spelt closer to the quote than the rewritten sentence)."""
+    if expected is None:
+        return False
+    prefix, suffix = query.prefix.strip(), query.suffix.strip()
+    if len(prefix) < MIN_CONTEXT_EVIDENCE or len(suffix) < MIN_CONTEXT_EVIDENCE:
+        return False
+    length = len(query.quote)
+    lo = max(0, expected - CONTEXT_EVIDENCE_REACH - len(prefix))
+    hi = expected + CONTEXT_EVIDENCE_REACH
+    at = text.find(prefix, lo, hi)
+    while at != -1:
+        inner = at + len(prefix)
+        after = text.find(suffix, inner + length // 2, inner + 2 * length + len(suffix))
+        if after != -1 and not (inner - CONTEXT_FRAMES <= start and end <= after + CONTEXT_FRAMES):
+            return True
+        at = text.find(prefix, at + 1, hi)
+    return False
+
+
+def _trimmed(
+    quote: str, text: str, start: int, end: int, similarity: float
+) -> tuple[tuple[int, int], float]:
+    """The span without the words at its ends that make it less like the quote: a span placed
+    by a context that still frames it stretches over a paragraph inserted between them
+    ("Read this first. Tables inside tabs …" for "Tables inside lists …")."""
+    # `text` is folded: every whitespace character is a space.
+    while (cut := text.find(" ", start, end)) != -1:
+        head = cut + len(text[cut:end]) - len(text[cut:end].lstrip(" "))
+        shorter = Levenshtein.normalized_similarity(quote, collapse(text[head:end]))
+        if shorter <= similarity:
+            break
+        start, similarity = head, shorter
+    while (cut := text.rfind(" ", start, end)) != -1:
+        tail = start + len(text[start:cut].rstrip(" "))
+        shorter = Levenshtein.normalized_similarity(quote, collapse(text[start:tail]))
+        if shorter <= similarity:
+            break
+        end, similarity = tail, shorter
+    return (start, end), similarity
+
+
+WHOLE, NEXT_TO = 2, 1  # how a side of the context frames a match (`_framing`)
+
+
+def _framing(text: str, query: Query, start: int, end: int, near: bool) -> tuple[int, int] | None:
+    """How each side of the stored context (prefix, suffix) frames `text[start:end]`: WHOLE
+    next to it, letter for letter (whitespace runs aside, within CONTEXT_FRAMES characters of
+    its edge), or, `near` the old place, its CONTEXT_PROBE_LENGTH characters next to the quote
+    so and the rest holding (CONTEXT_HOLDS); NEXT_TO if only those characters are there (or if the side is shorter than
+    MIN_CONTEXT_EVIDENCE, and not there or not `near`); else 0. `None` if a side stands inside
+    the match (and not in the quote): the match is the text next to a deleted passage, now
+    where it stood."""
+    levels = []
+    inside = collapse(text[start:end])
+    for side, before in ((query.prefix, True), (query.suffix, False)):
+        words = collapse(side)
+        reach = 2 * len(side) + CONTEXT_FRAMES
+        if before:
+            around = collapse(text[max(0, start - reach) : start + CONTEXT_FRAMES])
+            probe = words[-CONTEXT_PROBE_LENGTH:]
+        else:
+            around = collapse(text[max(0, end - CONTEXT_FRAMES) : end + reach])
+            probe = words[:CONTEXT_PROBE_LENGTH]
+        if len(words) < MIN_CONTEXT_EVIDENCE:
+            # A side this short (at the page's edge, or a list item's) frames a match `near`
+            # the old place if it is there (elsewhere it stands too often); if not, it says
+            # nothing.
+            levels.append(WHOLE if near and words and words in around else NEXT_TO)
+            continue
+        if words in inside and words not in query.collapsed:
+            return None
+        if words in around:
+            levels.append(WHOLE)
+        elif probe in around:
+            # Its far end may reach into a neighbour that changed: whole if it holds as well,
+            # near the old place (far from it, a sibling's template differs there: "See also:
+            # Issue #186" after one "Please upgrade to version 0.14 or higher.", "#193" after
+            # another).
+            edge = (
+                text[max(0, start - len(side)) : start] if before else text[end : end + len(side)]
+            )
+            holds = near and context_similarity(side, edge) >= CONTEXT_HOLDS
+            levels.append(WHOLE if holds else NEXT_TO)
+        else:
+            levels.append(0)
+    return levels[0], levels[1]
 
 
 def context_elsewhere(
@@ -408,24 +560,6 @@ def context_elsewhere(
     return False
 
 
-def _one_edit_apart(quote: str, found: str) -> bool:
-    """Whether `found` is `quote` with one run of at most MAX_REWRITTEN_WORDS words rewritten
-    into at most as many. Sibling sentences of a settings reference ("left empty, all tags and
-    pages" against "left empty, no tags or pages") differ in several places: not an edit."""
-    head = _common_length(quote, found)
-    tail = _common_length(quote[head:][::-1], found[head:][::-1])
-    old, new = quote[head : len(quote) - tail].split(), found[head : len(found) - tail].split()
-    return len(old) <= MAX_REWRITTEN_WORDS and len(new) <= MAX_REWRITTEN_WORDS
-
-
-def _common_length(a: str, b: str) -> int:
-    """How many characters `a` and `b` share at their start."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return i
-    return min(len(a), len(b))
-
-
 Expected = tuple[int, int, int]  # where a quote should now start: (lowest, highest, likeliest)
 
 
@@ -434,9 +568,11 @@ def _choose(
 ) -> tuple[_Candidate | None, bool]:
     """The best candidate, and whether another one as good lies elsewhere.
 
-    Among candidates within TIE_MARGIN of the best score the one nearest the `expected` start
-    (the old position, or a range from `_expected`) wins, then the better score, then an exact
-    hit over an approximate one.
+    Among candidates within TIE_MARGIN of the best score, and approximate matches framed by
+    their stored context near where the quote should be (old position and context outrank a
+    closer spelling elsewhere, issue #26), a framed one wins, then the one nearest the
+    `expected` start (the old position, or a range from `_expected`), then the better score,
+    then an exact hit over an approximate one.
     """
     if not candidates:
         return None, False
@@ -445,14 +581,14 @@ def _choose(
     if isinstance(expected, int):
         expected = (expected, expected, expected)
     top = max(candidate.score for candidate in candidates)
-    tied = [candidate for candidate in candidates if candidate.score >= top - TIE_MARGIN]
+    tied = [c for c in candidates if c.score >= top - TIE_MARGIN or c.framed]
 
-    def rank(c: _Candidate) -> tuple[int, int, float, bool]:
+    def rank(c: _Candidate) -> tuple[bool, int, int, float, bool]:
         if expected is None:
-            return 0, 0, -c.score, c.method == "fuzzy"
+            return not c.framed, 0, 0, -c.score, c.method == "fuzzy"
         low, high, likeliest = expected
         outside = max(0, low - c.start, c.start - high)
-        return outside, abs(c.start - likeliest), -c.score, c.method == "fuzzy"
+        return not c.framed, outside, abs(c.start - likeliest), -c.score, c.method == "fuzzy"
 
     chosen = min(tied, key=rank)
     return chosen, any(abs(c.start - chosen.start) > SAME_PLACE for c in tied)

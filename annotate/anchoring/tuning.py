@@ -34,13 +34,23 @@ MIN_QUOTE_SIMILARITY = 0.75
 # between an intact prefix and suffix.
 MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
 CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
-# Below this similarity, a match must differ from the quote by one run of at most
-# MAX_REWRITTEN_WORDS words rewritten into at most as many: on 200 real paragraphs of
-# Material's and MkDocs' docs, deleted quotes otherwise landed on a sibling sentence ("If this
-# setting is left empty, no tags …" on "… all tags …"), and no edit of the generated page of
-# benchmarks/anchoring.py (5-15 % of a quote changed, scattered) needs it.
+# An approximate match is the passage, edited, where its stored context frames it (issue #26,
+# `matching._framing`): one side of the context whole next to it (a sentence revised in two or
+# three places keeps its neighbours; a deleted quote's look-alike stands in other text: "If this
+# setting is left empty, no tags …" for "… all tags …" on Material's docs). Farther than
+# FRAMED_REACH characters from where the quote should start, its other side must not be like the
+# stored one (MIN_CONTEXT_SIMILARITY, below CONTEXT_HOLDS) without being it: that is a sibling
+# entry's sentence (an options reference repeats "Sets the … color of the header bar." under each
+# entry's heading), while a moved passage's other side is other text, or the same with a word
+# changed. A quote of SIBLING_MAX_QUOTE characters or more has no such twins: matched at
+# MIN_SIMILARITY_ANY_EDIT or better, the CONTEXT_PROBE_LENGTH characters of one side next to it
+# suffice (its neighbours' edits reach both sides' far ends, measured on benchmarks/anchoring.py).
 MIN_SIMILARITY_ANY_EDIT = 0.85
-MAX_REWRITTEN_WORDS = 2
+FRAMED_REACH = 512
+SIBLING_MAX_QUOTE = 320
+# A match less similar than MIN_SIMILARITY_ANY_EDIT loses the words at its ends that make it less
+# like the quote (`matching._trimmed`), for quotes up to this long (each try is a Levenshtein).
+TRIM_MAX_QUOTE = 512
 # Shorter quotes look like too many places to be matched approximately: exact hits next to a piece
 # of their old context only.
 MIN_FUZZY_LENGTH = 8
@@ -52,11 +62,10 @@ CONTEXT_REQUIRED_BELOW = 32
 # just above a quote rewrites its prefix).
 MIN_UNIQUE_LENGTH = 16
 # An approximate match of a quote shorter than this needs its context to hold on every side
-# stored (CONTEXT_HOLDS), and must differ from the quote by one run of words
-# (MAX_REWRITTEN_WORDS): a look-alike of a short quote stands elsewhere too
-# easily ("Made with Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the
-# sibling sentences of a settings list, "left empty, all tags and pages" and "left empty, no tags
-# or pages", 0.8), and a deleted quote must anchor nowhere.
+# stored (CONTEXT_HOLDS): a look-alike of a short quote stands elsewhere too easily ("Made with
+# Material for MkDocs" and "MkDocs, Material for MkDocs" are 0.76 alike; the sibling sentences of
+# a settings list, "left empty, all tags and pages" and "left empty, no tags or pages", 0.8), and
+# a deleted quote must anchor nowhere.
 FUZZY_CONTEXT_REQUIRED_BELOW = 40
 # An approximate match is refused when a side of the stored context (at least
 # MIN_CONTEXT_EVIDENCE characters) still stands intact nearer the old position than the match,
