@@ -734,7 +734,7 @@ class Store:
                     "VALUES (?, ?, ?, ?) ON CONFLICT(page_url) DO UPDATE SET "
                     "src_path = excluded.src_path, generated = excluded.generated, "
                     "updated_at = excluded.updated_at WHERE pages.src_path != excluded.src_path "
-                    "OR pages.generated IS NOT excluded.generated",
+                    f"OR pages.generated {self._file.differs} excluded.generated",
                     (url, path, generated, stamp),
                 )
 
@@ -806,12 +806,14 @@ class Store:
             for id, values in updates.items():
                 row = by_id[id]
                 sets = ", ".join(f"{k} = ?" for k in values)
+                same = self._file.same
                 # Write only if the inputs of the plan are still current: another connection may
                 # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
                 # its answer is the newer one.
                 cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
-                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
+                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text {same} ? "
+                    f"AND source_file {same} ? AND source_mtime {same} ? "
+                    f"AND quote_exact {same} ?",
                     (*values.values(), id, row["replaced_text"], row["source_file"],
                      row["source_mtime"], row["quote_exact"]),
                 )  # fmt: skip

@@ -221,8 +221,8 @@ def test_a_missing_driver_is_one_line_naming_the_extra(project: Path) -> None:
     [
         ("SELECT * FROM t WHERE a = ? AND b IN (?,?)", "SELECT * FROM t WHERE a = %s AND b IN (%s,%s)"),
         ("SELECT '50%?' FROM t WHERE a LIKE ?", "SELECT '50%%?' FROM t WHERE a LIKE %s"),
-        ("UPDATE t SET x = ? WHERE a IS ? AND b IS NULL", "UPDATE t SET x = %s WHERE a IS NOT DISTINCT FROM %s AND b IS NULL"),
-        ("... WHERE g IS NOT excluded.g OR h IS NOT NULL", "... WHERE g IS DISTINCT FROM excluded.g OR h IS NOT NULL"),
+        # Only placeholders: a null-safe comparison is the backend's `same` / `differs`.
+        ("UPDATE t SET x = ? WHERE a IS NOT NULL", "UPDATE t SET x = %s WHERE a IS NOT NULL"),
         ("SELECT 'it''s ?' , ?", "SELECT 'it''s ?' , %s"),
     ],
 )  # fmt: skip

@@ -3,7 +3,7 @@
 pooled server shared by several processes) implement.
 
 The store's statements are written once, with `?` placeholders (PostgreSQL's backend binds them
-as `%s`); where the two SQL dialects differ, the backend names the piece (`same`).
+as `%s`); where the two SQL dialects differ, the backend names the piece (`same`, `differs`).
 A transaction's reads may be deferred (`send`): on PostgreSQL statements are queued and travel
 together, so a verb costs a round trip per result it needs before its commit, 2 to 4 in all.
 """
@@ -65,8 +65,10 @@ class Backend(Protocol):
     name: str
     project_dir: Path
     busy_timeout: float
-    # SQLite's `IS`: equal, NULL equal to NULL (PostgreSQL: `IS NOT DISTINCT FROM`).
+    # Null-safe comparisons: SQLite's `IS` / `IS NOT` (NULL equal to NULL), which PostgreSQL
+    # spells `IS NOT DISTINCT FROM` / `IS DISTINCT FROM`.
     same: str
+    differs: str
     # Whether the database writes the JSON listing and the export rows itself (`annotations_json`,
     # `export_rows`); otherwise the store builds them from its objects, in the verb's one read.
     writes_rows: bool

@@ -116,23 +116,17 @@ def redact(text: str) -> str:
 
 
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
-# `x IS ?` / `x IS NOT y`: SQLite's null-safe comparisons, which PostgreSQL spells out.
-_IS_NOT = re.compile(r"\bIS\s+NOT\s+(?!NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE)
-_IS = re.compile(r"\bIS\s+(?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=1024)
 def postgres_sql(sql: str) -> str:
-    """The store's SQLite SQL as psycopg takes it: `?` becomes `%s` (a literal `%` is doubled),
-    and SQLite's null-safe `IS ?` / `IS NOT x` become `IS [NOT] DISTINCT FROM`. Text inside quotes
-    is left alone."""
+    """A statement's `?` placeholders bound as psycopg's `%s` (a literal `%` is doubled); text
+    inside quotes is left alone. Nothing else is rewritten: where the dialects differ, the
+    statement takes the backend's piece by name (`same`, `differs`)."""
     out = []
     for i, part in enumerate(_LITERAL.split(sql)):
         part = part.replace("%", "%%")
-        if i % 2 == 0:
-            part = _IS.sub("IS NOT DISTINCT FROM ", _IS_NOT.sub("IS DISTINCT FROM ", part))
-            part = part.replace("?", "%s")
-        out.append(part)
+        out.append(part.replace("?", "%s") if i % 2 == 0 else part)
     return "".join(out)
 
 
@@ -402,6 +396,7 @@ class _Migrator:
 
     dialect = "postgresql"
     same = "IS NOT DISTINCT FROM"
+    differs = "IS DISTINCT FROM"
     # The JSON listing and the export rows are built from the objects, read in the verb's one
     # round trip (SQLite's json_object() spelling is its own).
     writes_rows = False
@@ -475,6 +470,7 @@ class PostgresBackend:
 
     dialect = "postgresql"
     same = "IS NOT DISTINCT FROM"
+    differs = "IS DISTINCT FROM"
     # The JSON listing and the export rows are built from the objects, read in the verb's one
     # round trip (SQLite's json_object() spelling is its own).
     writes_rows = False

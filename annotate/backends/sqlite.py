@@ -130,6 +130,7 @@ class SqliteBackend:
 
     dialect = "sqlite"
     same = "IS"
+    differs = "IS NOT"
     writes_rows = True
 
     def __init__(
