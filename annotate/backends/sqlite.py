@@ -77,9 +77,36 @@ class _Connection(sqlite3.Connection):
     pid: int  # the process that opened it
 
 
+# The SQLite type of a field's JSON type (annotate/fields.py).
+COLUMN_TYPES: dict[str, type] = {
+    "string": str,
+    "timestamp": str,
+    "enum": str,
+    "integer": int,
+    "boolean": int,
+    "number": float,
+}
+
+
+class Migrator(sqlite_utils.Database):
+    """What a migration in annotate/schema.py gets on SQLite: sqlite-utils' `Database`, and the
+    pieces whose spelling differs by database."""
+
+    dialect = "sqlite"
+
+    def serial(self, column: str) -> str:
+        return f"{column} INTEGER PRIMARY KEY AUTOINCREMENT"
+
+    def add_column(self, table: str, column: str, json_type: str) -> None:
+        self.table(table).add_column(column, COLUMN_TYPES[json_type])
+
+    def own_migration(self, version: int) -> bool:
+        return False  # schema.py's migrations are written for SQLite
+
+
 def _apply_migrations(conn: sqlite3.Connection, version: int) -> None:
     """Bring the database from `version` to LATEST, inside the caller's write transaction."""
-    db = sqlite_utils.Database(conn)
+    db = Migrator(conn)
     if version == 0:
         db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)")
     for target in range(version, schema.LATEST):
