@@ -1,14 +1,7 @@
 """Moved to annotate/backends/postgres.py (issue #28); kept importable under its old name."""
 
-from .backends.postgres import (
-    CHANNEL,
-    POOL_MAX,
-    WRITE_LOCK,
-    PostgresBackend,
-    is_url,
-    postgres_sql,
-    redact,
-)
+from .backends import is_url
+from .backends.postgres import CHANNEL, POOL_MAX, WRITE_LOCK, PostgresBackend, postgres_sql, redact
 
 PgDb = PostgresBackend
 

@@ -50,11 +50,10 @@ from ..errors import (
 from .interface import ExportRows, Rows
 from .sqlite import BUSY_TIMEOUT_S, now
 
-__all__ = ["CHANNEL", "POSTGRES", "PostgresBackend", "is_url", "postgres_sql", "redact"]
+__all__ = ["CHANNEL", "POSTGRES", "PostgresBackend", "postgres_sql", "redact"]
 
 log = logging.getLogger("annotate.store")
 
-SCHEMES = ("postgresql://", "postgres://")
 # The channel a commit with changes notifies (annotate/web/feed.py and `wait_for_review` listen).
 CHANNEL = "annotate_changes"
 # The advisory lock every write transaction takes: one writer at a time per database.
@@ -66,11 +65,6 @@ EXTRA = (
     "pip install 'mkdocs-annotate[postgres]' (in a checkout of mkdocs-annotate: "
     "pip install -e '.[postgres]')"
 )
-
-
-def is_url(value: object) -> bool:
-    """Whether a `--db` value names a PostgreSQL database rather than an SQLite file."""
-    return isinstance(value, str) and value.startswith(SCHEMES)
 
 
 # What libpq reads as a password, in a URL's query or a `key=value` conninfo string.
@@ -131,7 +125,7 @@ def postgres_sql(sql: str) -> str:
 
 
 class Row(tuple[Any, ...]):
-    """A row read by index or by column name, like `sqlite3.Row`."""
+    """A row read by index or by column name (the store's rows answer both ways)."""
 
     __slots__ = ()
     _index: ClassVar[dict[str, int]] = {}
@@ -171,8 +165,8 @@ def _result(raw: Any) -> Result:
 
 
 class Cursor:
-    """The part of `sqlite3.Cursor` the store uses, over a psycopg cursor. `row_factory = None`
-    gives plain tuples, as on SQLite.
+    """The `Cursor` of annotate/backends/interface.py over a psycopg cursor. `row_factory = None`
+    gives plain tuples.
 
     In a transaction a statement is only queued (`Connection.send_later`): it reaches the
     server when its result or a later one's is read (`fetch…`, `description`, `rowcount`), or
@@ -246,7 +240,7 @@ class Cursor:
 
 
 class Connection:
-    """The part of `sqlite3.Connection` the store uses, over one pooled psycopg connection.
+    """The `Connection` of annotate/backends/interface.py over one pooled psycopg connection.
 
     In a transaction (`PostgresBackend.transaction`) statements are queued and sent together (`flush`)
     in psycopg's pipeline mode, whose results are waited for once, at its sync."""
