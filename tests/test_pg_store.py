@@ -15,7 +15,8 @@ import pytest
 
 import annotate
 from annotate import schema
-from annotate.backends.postgres import POSTGRES, WRITE_LOCK, postgres_sql, redact
+from annotate.backends.postgres import WRITE_LOCK, postgres_sql, redact
+from annotate.backends.postgres_schema import POSTGRES
 from annotate.backends.sqlite import Migrator
 from annotate.store import Store
 

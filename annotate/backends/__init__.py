@@ -6,6 +6,7 @@ file (`backends/sqlite.py`). Both implement `interface.Backend`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from .interface import Backend, Connection, Cursor, ExportRows, Rows
 from .postgres import PostgresBackend
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 # A URL scheme -> the backend class that stores there (a file path has none: SQLite).
-SCHEMES: dict[str, type[PostgresBackend]] = {
+SCHEMES: dict[str, Callable[..., Backend]] = {
     "postgresql": PostgresBackend,
     "postgres": PostgresBackend,
 }
