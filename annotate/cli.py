@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from . import agents, importing, inline, pgdb
+from . import agents, backends, importing, inline
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
@@ -54,7 +54,7 @@ class StoreNotFound(StoreError):
 
 def _missing_db(db: str | None) -> str | None:
     """`db` when it names an SQLite file that does not exist (a typo, or a store not made yet)."""
-    if not db or pgdb.is_url(db) or os.path.lexists(db):
+    if not db or backends.is_url(db) or os.path.lexists(db):
         return None
     return db
 

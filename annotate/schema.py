@@ -5,12 +5,14 @@
 once cannot both migrate it. A file whose version is above `len(MIGRATIONS)` was written by a newer
 release and is refused rather than misread.
 
-PostgreSQL (annotate/pgdb.py) has the same versions. The first four, written with sqlite-utils,
-have their PostgreSQL DDL in `POSTGRES`; every later migration runs on both as it is, so it may
-only call `db.execute(sql)` with SQL both accept (`?` placeholders, `CREATE TABLE` / `ALTER TABLE
-… ADD COLUMN` with the types `TEXT`, `BIGINT`, `DOUBLE PRECISION`; `dialect(db)` says which
-database it is, `serial(db)` spells an increasing key for a new table). On PostgreSQL the item
-tables have an identity column named `rowid`, so `ORDER BY rowid` keeps meaning creation order.
+A migration gets its backend's migrator (annotate/backends/): on SQLite a sqlite-utils
+`Database`. PostgreSQL (annotate/backends/postgres.py) has the same versions; the first four,
+written with sqlite-utils, have its own DDL there (`own_migration`); every later migration runs on
+both as it is, so it may only call `db.execute(sql)` with SQL both accept (`?` placeholders,
+`CREATE TABLE` / `ALTER TABLE … ADD COLUMN` with the types `TEXT`, `BIGINT`, `DOUBLE PRECISION`;
+`dialect(db)` says which database it is, `serial(db)` spells an increasing key for a new table,
+`db.add_column(table, column, json_type)` adds a field's column). On PostgreSQL the item tables
+have an identity column named `rowid`, so `ORDER BY rowid` keeps meaning creation order.
 """
 
 from __future__ import annotations
@@ -22,40 +24,18 @@ import sqlite_utils
 
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 
-# The SQLite type of a one-column field's JSON type.
-COLUMN_TYPES: dict[str, type] = {
-    "string": str,
-    "timestamp": str,
-    "enum": str,
-    "integer": int,
-    "boolean": int,
-    "number": float,
-}
-
-# The same on PostgreSQL: the SQL type of each JSON type.
-SQL_TYPES: dict[str, str] = {
-    "string": "TEXT",
-    "timestamp": "TEXT",
-    "enum": "TEXT",
-    "integer": "BIGINT",
-    "boolean": "BIGINT",
-    "number": "DOUBLE PRECISION",
-}
-
-__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "POSTGRES", "dialect", "migrate", "serial"]
+__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "dialect", "migrate", "serial"]
 
 
 def dialect(db: Any) -> str:
-    """`"sqlite"` (a sqlite_utils.Database) or `"postgresql"` (annotate/pgdb.py's migrator)."""
-    return str(getattr(db, "dialect", "sqlite"))
+    """`"sqlite"` or `"postgresql"`: which database the migrator `db` works on."""
+    return str(db.dialect)
 
 
 def serial(db: Any, column: str = "seq") -> str:
     """The DDL of an increasing integer key for a new table (numbered in insertion order), in the
-    spelling of `db`'s dialect: `CREATE TABLE t ({serial(db)}, …)` in a migration."""
-    if dialect(db) == "sqlite":
-        return f"{column} INTEGER PRIMARY KEY AUTOINCREMENT"
-    return f"{column} BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    spelling of `db`'s backend: `CREATE TABLE t ({serial(db)}, …)` in a migration."""
+    return str(db.serial(column))
 
 
 def _initial(db: sqlite_utils.Database) -> None:
@@ -226,17 +206,11 @@ def _people(db: sqlite_utils.Database) -> None:
 def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
     """The migration to `version` of the fields declared `since=version` (annotate/fields.py)."""
 
-    def migrate(db: sqlite_utils.Database) -> None:
+    def migrate(db: Any) -> None:  # either backend's migrator
         for table in (ANNOTATION, PAGE_NOTE, REPLY):
             for f in table:
-                if f.since != version:
-                    continue
-                if dialect(db) == "sqlite":
-                    db.table(table.sql_table).add_column(f.col, COLUMN_TYPES[f.type])
-                else:
-                    db.execute(
-                        f"ALTER TABLE {table.sql_table} ADD COLUMN {f.col} {SQL_TYPES[f.type]}"
-                    )
+                if f.since == version:
+                    db.add_column(table.sql_table, f.col, f.type)
 
     return migrate
 
@@ -285,67 +259,8 @@ OWN_TABLES = frozenset(
 )
 
 
-_ITEM_STATUS = (
-    "status TEXT NOT NULL, author TEXT, review_id TEXT, created_at TEXT NOT NULL, "
-    "updated_at TEXT, in_progress_at TEXT, addressed_at TEXT, resolved_at TEXT"
-)
-# `rowid`: insertion order, which SQLite keeps implicitly and the store's listings sort by.
-_ROWID = "rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE"
-# The PostgreSQL DDL of the hand-written migrations above, by the version they start from.
-POSTGRES: dict[int, tuple[str, ...]] = {
-    0: (
-        "CREATE TABLE annotations (id TEXT PRIMARY KEY, type TEXT NOT NULL, "
-        "page_url TEXT NOT NULL, page_title TEXT DEFAULT '', note TEXT NOT NULL, "
-        "intent TEXT NOT NULL, suggestion TEXT, selected_text TEXT, quote_exact TEXT, "
-        "quote_prefix TEXT, quote_suffix TEXT, position_start BIGINT, position_end BIGINT, "
-        "replaced_text TEXT, element_selector TEXT, source_path TEXT, source_line_start BIGINT, "
-        "source_line_end BIGINT, source_excerpt TEXT, source_mtime DOUBLE PRECISION, "
-        "anchor_state TEXT NOT NULL DEFAULT 'anchored', anchor_score DOUBLE PRECISION, "
-        f"{_ITEM_STATUS}, {_ROWID})",
-        "CREATE TABLE page_notes (id TEXT PRIMARY KEY, page_url TEXT NOT NULL, "
-        f"page_title TEXT DEFAULT '', note TEXT NOT NULL, {_ITEM_STATUS}, {_ROWID})",
-        "CREATE TABLE replies (id TEXT PRIMARY KEY, parent_id TEXT NOT NULL, role TEXT NOT NULL, "
-        f"author TEXT, message TEXT NOT NULL, created_at TEXT NOT NULL, {_ROWID})",
-        "CREATE TABLE reviews (id TEXT PRIMARY KEY, mode TEXT NOT NULL, message TEXT, "
-        f"author TEXT, created_at TEXT NOT NULL, picked_up_at TEXT, {_ROWID})",
-        "CREATE TABLE changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-        "at TEXT NOT NULL, kind TEXT NOT NULL, item_id TEXT NOT NULL, action TEXT NOT NULL, "
-        "page_url TEXT)",
-        "CREATE INDEX idx_annotations_page_url ON annotations (page_url)",
-        "CREATE INDEX idx_annotations_status ON annotations (status)",
-        "CREATE INDEX idx_annotations_review_id ON annotations (review_id)",
-        "CREATE INDEX idx_annotations_source_path ON annotations (source_path)",
-        "CREATE INDEX idx_page_notes_page_url ON page_notes (page_url)",
-        "CREATE INDEX idx_page_notes_review_id ON page_notes (review_id)",
-        "CREATE INDEX idx_replies_parent_id ON replies (parent_id)",
-    ),
-    1: (
-        "ALTER TABLE annotations ADD COLUMN source_file TEXT",
-        "CREATE TABLE pages (page_url TEXT PRIMARY KEY, src_path TEXT, title TEXT, "
-        "updated_at TEXT)",
-    ),
-    # No PostgreSQL store was ever at version 2 or 3 with notes in it: no data to carry over.
-    2: (
-        "ALTER TABLE annotations ADD COLUMN original_path TEXT",
-        "ALTER TABLE annotations ADD COLUMN original_line_start BIGINT",
-        "ALTER TABLE annotations ADD COLUMN original_line_end BIGINT",
-        "ALTER TABLE annotations ADD COLUMN original_excerpt TEXT",
-        "ALTER TABLE reviews ADD COLUMN done_at TEXT",
-    ),
-    3: (
-        "ALTER TABLE annotations ADD COLUMN in_code BIGINT",
-        "ALTER TABLE annotations ADD COLUMN occurrence BIGINT",
-        "ALTER TABLE annotations ADD COLUMN source_kind TEXT",
-        "ALTER TABLE annotations ADD COLUMN source_object TEXT",
-        "ALTER TABLE pages ADD COLUMN generated TEXT",
-    ),
-}
-
-
 def migrate(db: Any, version: int) -> None:
-    """Bring `db` (either dialect) from `version` to `version + 1`, in the caller's transaction."""
-    if dialect(db) == "postgresql" and version in POSTGRES:
-        for sql in POSTGRES[version]:
-            db.execute(sql)
-    else:
+    """Bring `db` (a backend's migrator) from `version` to `version + 1`, in the caller's
+    transaction: the backend's own DDL for that step if it has one, else `MIGRATIONS[version]`."""
+    if not db.own_migration(version):
         MIGRATIONS[version](db)

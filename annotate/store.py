@@ -2,8 +2,8 @@
 
 Every mutation is one `BEGIN IMMEDIATE` transaction that reads the latest row, checks the lifecycle
 and writes, so concurrent processes never lose an update (docs/storage.md). Reads run in a read
-transaction, so an object and its replies always come from the same committed state. The file,
-its connections and transactions are `annotate/dbfile.py`'s.
+transaction, so an object and its replies always come from the same committed state. The
+database, its connections and transactions are a backend's (annotate/backends/).
 
 A text note's `source` follows its Markdown file (`annotate/reconcile.py`): every read path starts
 by reconciling the notes it is about to read whose file changed (`_reading`), and a verb that
@@ -20,7 +20,6 @@ import json
 import os
 import re
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,9 +30,10 @@ from typing import Any, Literal, overload
 import sqlite_utils
 
 from . import build as builds
-from . import pages, pgdb, reconcile, sourcemap, urls
+from . import pages, reconcile, sourcemap, urls
 from . import validation as validate
-from .dbfile import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, DbFile, now
+from .backends import Backend, Connection, Rows, is_url, open_backend
+from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
 from .errors import (
     AnnotationNotFound,
     EmptyReplacedText,
@@ -70,7 +70,6 @@ from .models import (
     TextQuote,
 )
 from .project import find_project
-from .sqljson import ANNOTATION_JSON
 
 __all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "new_id", "now", "open", "project_db_path"]
 
@@ -189,20 +188,12 @@ class Store:
         busy_timeout: float = BUSY_TIMEOUT_S,
         build: builds.BuildSource = None,
     ) -> None:
-        """`path`: an SQLite file, or a `postgresql://` URL (annotate/pgdb.py; `project_dir`
+        """`path`: an SQLite file, or a `postgresql://` URL (annotate/backends/; `project_dir`
         then defaults to the current folder)."""
-        self._file: DbFile | pgdb.PgDb
-        # The SQLite file, or None on PostgreSQL; `url`: the database's URL without its password.
-        self.path: Path | None
-        self.url: str | None
-        if pgdb.is_url(path):
-            self._file = pgdb.PgDb(
-                str(path), project_dir=project_dir or ".", busy_timeout=busy_timeout
-            )
-            self.path, self.url = None, self._file.name
-        else:
-            self._file = DbFile(path, project_dir=project_dir, busy_timeout=busy_timeout)
-            self.path, self.url = self._file.path, None
+        self._file: Backend = open_backend(path, project_dir=project_dir, busy_timeout=busy_timeout)
+        # The SQLite file, or None on a server; `url`: the database's URL without its password.
+        self.path: Path | None = None if is_url(path) else Path(self._file.name)
+        self.url: str | None = self._file.name if is_url(path) else None
         # The build being served (annotate/build.py), or what reads it: new notes record it, and
         # notes made on another commit of its branch are located again in its Markdown and say so.
         self.build_source: builds.BuildSource = build
@@ -233,10 +224,10 @@ class Store:
     def build(self, value: builds.BuildSource) -> None:
         self.build_source = value
 
-    # -- the file (annotate/dbfile.py) ---------------------------------------------------------
+    # -- the database (annotate/backends/) ----------------------------------------------------
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Any:
         """This thread's connection (a forked child, or a thread whose file was replaced, gets a
         new one)."""
         return self._file.conn
@@ -244,7 +235,8 @@ class Store:
     @property
     def db(self) -> sqlite_utils.Database:
         """This thread's connection wrapped by sqlite-utils, for schema work and ad-hoc queries."""
-        return self._file.db
+        db: sqlite_utils.Database = self._file.db
+        return db
 
     @property
     def schema_version(self) -> int:
@@ -267,14 +259,12 @@ class Store:
         """`"sqlite"` or `"postgresql"`."""
         return self._file.dialect
 
-    def _tx(self, write: bool) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        # On PostgreSQL, annotate/pgdb.py's connection, which answers the same calls.
-        tx: contextlib.AbstractContextManager[sqlite3.Connection] = self._file.transaction(write)
-        return tx
+    def _tx(self, write: bool) -> contextlib.AbstractContextManager[Connection]:
+        return self._file.transaction(write)
 
     def keep_open(self) -> None:
         """A server's store: on PostgreSQL, open the whole connection pool now and keep it open
-        (annotate/pgdb.py); nothing on SQLite."""
+        (annotate/backends/postgres.py); nothing on SQLite."""
         self._file.keep_open()
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -286,9 +276,7 @@ class Store:
     # -- reading: the reconciliation step, rows into objects ------------------------------
 
     @contextlib.contextmanager
-    def _reading(
-        self, scope: str | None, params: Sequence[Any] = ()
-    ) -> Iterator[sqlite3.Connection]:
+    def _reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
         """A read transaction in which the annotations `scope` selects (a `SELECT * FROM
         annotations …`, or None for none) are up to date with their Markdown files.
 
@@ -310,9 +298,7 @@ class Store:
         with self._tx(write=False) as conn:
             yield conn
 
-    def _stale(
-        self, conn: sqlite3.Connection, scope: str, params: Sequence[Any]
-    ) -> list[dict[str, Any]]:
+    def _stale(self, conn: Connection, scope: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         """The rows `scope` selects whose Markdown file changed since their last check, and those
         made on another commit of the served build's branch and not yet located in this one
         (`reconcile._newer_build` says the same of one row)."""
@@ -345,30 +331,30 @@ class Store:
             which.append("source_file IS NULL")
         if moved:
             which.append(f"({behind})")
-        return _query(
+        return self._query(
             conn,
             f"SELECT * {live} AND ({' OR '.join(which)})",
             [*params, *files, *(behind_params if moved else [])],
         )
 
-    def _replies(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, list[Reply]]:
+    def _replies(self, conn: Connection, ids: list[str]) -> dict[str, list[Reply]]:
         out: dict[str, list[Reply]] = {}
         for i in range(0, len(ids), IN_CHUNK):
             chunk = ids[i : i + IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            rows = _query(
+            rows = self._query(
                 conn, f"SELECT * FROM replies WHERE parent_id IN ({marks}) ORDER BY rowid", chunk
             )
             _threads(rows, out)  # adds to `out`
         return out
 
-    def _all_replies(self, conn: sqlite3.Connection) -> dict[str, list[Reply]]:
-        return _threads(_query(conn, "SELECT * FROM replies ORDER BY rowid"))
+    def _all_replies(self, conn: Connection) -> dict[str, list[Reply]]:
+        return _threads(self._query(conn, "SELECT * FROM replies ORDER BY rowid"))
 
     @overload
     def _objects(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         table: Literal["annotations"],
         rows: Sequence[Row],
         replies: dict[str, list[Reply]] | None = ...,
@@ -377,7 +363,7 @@ class Store:
     @overload
     def _objects(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         table: Literal["page_notes"],
         rows: Sequence[Row],
         replies: dict[str, list[Reply]] | None = ...,
@@ -386,7 +372,7 @@ class Store:
     @overload
     def _objects(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         table: ItemTable,
         rows: Sequence[Row],
         replies: dict[str, list[Reply]] | None = ...,
@@ -394,7 +380,7 @@ class Store:
 
     def _objects(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         table: ItemTable,
         rows: Sequence[Row],
         replies: dict[str, list[Reply]] | None = None,
@@ -406,7 +392,7 @@ class Store:
         files = self._page_files(conn, {r["page_url"] for r in rows})
         return [_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows]
 
-    def _page_files(self, conn: sqlite3.Connection, urls: set[str]) -> dict[str, str | None]:
+    def _page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
         """The Markdown file of each page, for page notes' `source`: the plugin's record, else
         mkdocs.yml's rules. Only shown, never read here, so a recorded path is taken as it is
         (the plugin records paths inside the project only)."""
@@ -424,15 +410,13 @@ class Store:
             found[url] = pages.resolve_page(self.project_dir, url)
         return found
 
-    def _row(self, conn: sqlite3.Connection, table: str, id: str) -> Row | None:
+    def _row(self, conn: Connection, table: str, id: str) -> Row | None:
         if not validate.is_valid_id(id):
             return None
-        found = _query(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
+        found = self._query(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
         return found[0] if found else None
 
-    def _find(
-        self, conn: sqlite3.Connection, id: str, kind: str | None = None
-    ) -> tuple[ItemTable, Row]:
+    def _find(self, conn: Connection, id: str, kind: str | None = None) -> tuple[ItemTable, Row]:
         """The annotation or page note with this id (only that `kind` when given, "annotation"
         or "page_note"), with the reference's not-found message."""
         tables: tuple[ItemTable, ...] = (
@@ -446,25 +430,25 @@ class Store:
 
     @overload
     def _loading(
-        self, conn: sqlite3.Connection, table: Literal["annotations"], id: str
+        self, conn: Connection, table: Literal["annotations"], id: str
     ) -> Callable[[], Annotation]: ...
 
     @overload
     def _loading(
-        self, conn: sqlite3.Connection, table: Literal["page_notes"], id: str
+        self, conn: Connection, table: Literal["page_notes"], id: str
     ) -> Callable[[], PageNote]: ...
 
     @overload
-    def _loading(
-        self, conn: sqlite3.Connection, table: ItemTable, id: str
-    ) -> Callable[[], Item]: ...
+    def _loading(self, conn: Connection, table: ItemTable, id: str) -> Callable[[], Item]: ...
 
-    def _loading(self, conn: sqlite3.Connection, table: ItemTable, id: str) -> Callable[[], Item]:
+    def _loading(self, conn: Connection, table: ItemTable, id: str) -> Callable[[], Item]:
         """Send the reads of item `id` and its replies together; the function returned makes
         the object, also after the transaction (a write verb's answer then comes with its
         commit on PostgreSQL, one round trip for both)."""
-        rows = _send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
-        replies = _send(conn, "SELECT * FROM replies WHERE parent_id = ? ORDER BY rowid", (id,))
+        rows = self._send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
+        replies = self._send(
+            conn, "SELECT * FROM replies WHERE parent_id = ? ORDER BY rowid", (id,)
+        )
         if table == "page_notes":  # its Markdown file is one more read, from its row
             note = self._objects(conn, table, rows(), _threads(replies()))[0]
             return lambda: note
@@ -477,7 +461,7 @@ class Store:
 
     def _record(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         kind: str,
         id: str,
         action: str,
@@ -492,9 +476,7 @@ class Store:
         )
         self._file.notify(conn)
 
-    def _update(
-        self, conn: sqlite3.Connection, table: str, id: str, values: Mapping[str, Any]
-    ) -> None:
+    def _update(self, conn: Connection, table: str, id: str, values: Mapping[str, Any]) -> None:
         sets = ", ".join(f"{k} = ?" for k in values)
         conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), id))
 
@@ -505,7 +487,7 @@ class Store:
             return {}
         return {"build_branch": build.branch, "build_commit": build.commit}
 
-    def _insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
+    def _insert(self, conn: Connection, table: str, values: Mapping[str, Any]) -> None:
         cols = ", ".join(values)
         marks = ", ".join("?" * len(values))
         conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(values.values()))
@@ -622,13 +604,8 @@ class Store:
         # subquery would copy every row first.
         scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
         with self._reading(scope, [*params, *window]) as conn:
-            if as_json and self.dialect == "sqlite":
-                rows = conn.execute(
-                    f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} "
-                    f"ORDER BY a.rowid{page}",
-                    [*params, *window],
-                ).fetchall()
-                return "[" + ",".join(row[0] for row in rows) + "]"
+            if as_json and self._file.writes_rows:
+                return self._file.annotations_json(conn, where, page, [*params, *window])
             # The notes and their replies sent together and read after the transaction: on
             # PostgreSQL they come with its commit, one round trip.
             ids = (
@@ -636,8 +613,8 @@ class Store:
                 if page
                 else f"SELECT id FROM annotations WHERE {where}"
             )
-            notes = _send(conn, ordered, [*params, *window])
-            replies = _send(
+            notes = self._send(conn, ordered, [*params, *window])
+            replies = self._send(
                 conn,
                 f"SELECT * FROM replies WHERE parent_id IN ({ids}) ORDER BY rowid",
                 [*params, *window],
@@ -646,7 +623,7 @@ class Store:
         listed = [_annotation(r, tuple(threads.get(r["id"], ()))) for r in notes()]
         if not as_json:
             return listed
-        # PostgreSQL: the same JSON from the objects (annotate/sqljson.py is SQLite's).
+        # A database that does not write it (PostgreSQL): the same JSON from the objects.
         return json.dumps([a.to_dict() for a in listed], ensure_ascii=False, separators=(",", ":"))
 
     def edit_annotation(
@@ -757,7 +734,7 @@ class Store:
                     "VALUES (?, ?, ?, ?) ON CONFLICT(page_url) DO UPDATE SET "
                     "src_path = excluded.src_path, generated = excluded.generated, "
                     "updated_at = excluded.updated_at WHERE pages.src_path != excluded.src_path "
-                    "OR pages.generated IS NOT excluded.generated",
+                    f"OR pages.generated {self._file.differs} excluded.generated",
                     (url, path, generated, stamp),
                 )
 
@@ -829,12 +806,14 @@ class Store:
             for id, values in updates.items():
                 row = by_id[id]
                 sets = ", ".join(f"{k} = ?" for k in values)
+                same = self._file.same
                 # Write only if the inputs of the plan are still current: another connection may
                 # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
                 # its answer is the newer one.
                 cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text IS ? "
-                    "AND source_file IS ? AND source_mtime IS ? AND quote_exact IS ?",
+                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text {same} ? "
+                    f"AND source_file {same} ? AND source_mtime {same} ? "
+                    f"AND quote_exact {same} ?",
                     (*values.values(), id, row["replaced_text"], row["source_file"],
                      row["source_mtime"], row["quote_exact"]),
                 )  # fmt: skip
@@ -863,7 +842,7 @@ class Store:
     def reconcile(self, *, force: bool = False) -> int:
         """Check every annotation against its Markdown file now; return how many were updated."""
         with self._tx(write=False) as conn:
-            rows = _query(conn, ALL_ANNOTATIONS)
+            rows = self._query(conn, ALL_ANNOTATIONS)
         return self._reconcile(rows, force=force)
 
     # -- page URLs (annotate/urls.py) ------------------------------------------------------
@@ -1052,7 +1031,7 @@ class Store:
 
     def _insert_reply(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         parent: str,
         role: str,
         message: str,
@@ -1072,7 +1051,7 @@ class Store:
             },
         )
 
-    def _settle_review(self, conn: sqlite3.Connection, review_id: str | None) -> None:
+    def _settle_review(self, conn: Connection, review_id: str | None) -> None:
         """Mark a review `done` when none of its notes waits for the agent any more (and undone
         when one does again, e.g. set back in progress for rework); `done` goes to the feed."""
         if review_id is None:
@@ -1176,7 +1155,7 @@ class Store:
             self._delete_row(conn, table, row, _who(by))
 
     def _delete_row(
-        self, conn: sqlite3.Connection, table: str, row: Row, author: str | None = None
+        self, conn: Connection, table: str, row: Row, author: str | None = None
     ) -> None:
         conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
         conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
@@ -1227,7 +1206,9 @@ class Store:
         )
         where, params = found.where()
         with self._tx(write=False) as conn:
-            rows = _query(conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params)
+            rows = self._query(
+                conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params
+            )
             return self._objects(conn, "page_notes", rows)
 
     def edit_page_note(
@@ -1286,7 +1267,7 @@ class Store:
 
     def _insert_review(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         fields: Mapping[str, Any],
         stamp: str,
         author: str | None = None,
@@ -1326,14 +1307,16 @@ class Store:
             self._record(conn, "review", row["id"], "picked_up", None)
         return self.get_review(row["id"])
 
-    def _review(self, conn: sqlite3.Connection, id: str) -> Review:
+    def _review(self, conn: Connection, id: str) -> Review:
         row = self._row(conn, "reviews", id)
         if row is None:
             raise ReviewNotFound(id)
-        annotations = _query(
+        annotations = self._query(
             conn, "SELECT * FROM annotations WHERE review_id = ? ORDER BY rowid", (id,)
         )
-        notes = _query(conn, "SELECT * FROM page_notes WHERE review_id = ? ORDER BY rowid", (id,))
+        notes = self._query(
+            conn, "SELECT * FROM page_notes WHERE review_id = ? ORDER BY rowid", (id,)
+        )
         return Review(
             id=row["id"],
             mode=row["mode"],
@@ -1357,9 +1340,9 @@ class Store:
             replies = self._all_replies(conn)
             annotations = [
                 _annotation(r, tuple(replies.get(r["id"], ())))
-                for r in _query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
+                for r in self._query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
             ]
-            rows = _query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+            rows = self._query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
             files = self._page_files(conn, {r["page_url"] for r in rows})
             notes = [
                 _page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows
@@ -1375,29 +1358,11 @@ class Store:
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
         """
-        if self.dialect != "sqlite":
+        if not self._file.writes_rows:
             return self._export_rows_of_objects(include_resolved=include_resolved)
         where = "" if include_resolved else " WHERE status != 'resolved'"
         with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
-            cur = conn.cursor()
-            cur.row_factory = None
-            replies: dict[str, list[tuple[str, str]]] = {}
-            for parent, role, message in cur.execute(
-                "SELECT parent_id, role, message FROM replies ORDER BY rowid"
-            ):
-                if parent in replies:
-                    replies[parent].append((role, message))
-                else:
-                    replies[parent] = [(role, message)]
-            # Columns in the order of the export rows (annotate/fields.py `Table.row`); the writer
-            # takes each apart into parameters of those names, so no object is made per row.
-            annotations = cur.execute(
-                f"SELECT {ANNOTATION.select} FROM annotations{where} ORDER BY rowid"
-            ).fetchall()
-            notes = cur.execute(
-                f"SELECT {PAGE_NOTE.select} FROM page_notes{where} ORDER BY rowid"
-            ).fetchall()
-        return annotations, notes, replies
+            return self._file.export_rows(conn, where)
 
     def _export_rows_of_objects(
         self, *, include_resolved: bool
@@ -1484,13 +1449,13 @@ class Store:
         """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
         with self._tx(write=False) as conn:
             # Both sent at once (the cursor when nothing came): one round trip on PostgreSQL.
-            sent = _send_tuples(
+            sent = self._send_tuples(
                 conn,
                 "SELECT seq, at, kind, item_id, action, page_url FROM changes WHERE seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (since, limit),
             )
-            top = _send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
+            top = self._send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
         _, rows = sent()
         if rows:
             cursor = rows[-1][0]
@@ -1673,7 +1638,7 @@ class Store:
             return None
         digest = hash_token(token)
         # One statement, so no transaction around it: team mode asks on every request, and on
-        # PostgreSQL BEGIN and COMMIT would be two more round trips (annotate/pgdb.py `_OneShot`).
+        # PostgreSQL BEGIN and COMMIT would be two more round trips (`Backend.connection`).
         row = (
             self._file.connection()
             .execute(
@@ -1736,11 +1701,40 @@ class Store:
             woken.wait(min(poll_s, left))
         return None
 
+    # -- reads through the backend (the deferred read, annotate/backends/interface.py) --------
+
+    def _query(
+        self, conn: Connection, sql: str, params: Iterable[Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Rows as dicts: Row looks names up by a linear, case-insensitive scan, which costs
+        more than building the whole object on wide rows (measured: export of 100k notes)."""
+        return self._send(conn, sql, params)()
+
+    def _send(
+        self, conn: Connection, sql: str, params: Iterable[Any] = ()
+    ) -> Callable[[], list[dict[str, Any]]]:
+        """Send a query now; the function returned gives its rows as `_query` does, also after
+        the transaction (`Backend.send`: on PostgreSQL queries sent one after another share one
+        round trip, and those read after the transaction arrive with its commit)."""
+        sent = self._send_tuples(conn, sql, params)
+
+        def rows() -> list[dict[str, Any]]:
+            names, tuples = sent()
+            return [dict(zip(names, t, strict=True)) for t in tuples]
+
+        return rows
+
+    def _send_tuples(
+        self, conn: Connection, sql: str, params: Iterable[Any] = ()
+    ) -> Callable[[], Rows]:
+        """`_send` giving the column names and the rows as plain tuples (no dict per row)."""
+        return self._file.send(conn, sql, tuple(params))
+
 
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _check_live(conn: sqlite3.Connection, token: str | None) -> None:
+def _check_live(conn: Connection, token: str | None) -> None:
     """`Unauthorized` unless `token` (when given) is a live personal token."""
     if token is None:
         return
@@ -1749,44 +1743,6 @@ def _check_live(conn: sqlite3.Connection, token: str | None) -> None:
     ).fetchone()
     if row is None:
         raise Unauthorized("Unknown or revoked token")
-
-
-def _query(conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-    """Rows as dicts: Row looks names up by a linear, case-insensitive scan, which costs
-    more than building the whole object on wide rows (measured: export of 100k notes)."""
-    return _send(conn, sql, params)()
-
-
-def _send(
-    conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()
-) -> Callable[[], list[dict[str, Any]]]:
-    """Send a query now; the function returned gives its rows as `_query` does, also after the
-    transaction. On PostgreSQL queries sent one after another share one round trip, and those
-    read after the transaction arrive with its commit (annotate/pgdb.py); SQLite reads at once."""
-    sent = _send_tuples(conn, sql, params)
-
-    def rows() -> list[dict[str, Any]]:
-        names, tuples = sent()
-        return [dict(zip(names, t, strict=True)) for t in tuples]
-
-    return rows
-
-
-def _send_tuples(
-    conn: sqlite3.Connection, sql: str, params: Iterable[Any] = ()
-) -> Callable[[], tuple[list[str], list[tuple[Any, ...]]]]:
-    """`_send` giving the column names and the rows as plain tuples (no dict per row)."""
-    cur = conn.cursor()
-    cur.row_factory = None
-    cur.execute(sql, tuple(params))
-
-    def read() -> tuple[list[str], list[tuple[Any, ...]]]:
-        return [d[0] for d in cur.description], cur.fetchall()
-
-    if isinstance(cur, pgdb.Cursor):
-        return read
-    done = read()
-    return lambda: done
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 import annotate
-from annotate.pgdb import POOL_MAX, redact
+from annotate.backends.postgres import POOL_MAX, redact
 from annotate.web import create_app
 from annotate.web.team import Settings
 

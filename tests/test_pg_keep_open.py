@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import annotate
-from annotate import pgdb
+from annotate.backends import postgres
 
 from .conftest import text_note
 
@@ -17,10 +17,10 @@ def test_keep_open_connects_the_whole_pool_before_any_request(pg_url: str, tmp_p
     try:
         store.keep_open()
         file = store._file
-        assert isinstance(file, pgdb.PgDb)
+        assert isinstance(file, postgres.PostgresBackend)
         stats = file._pool_now().get_stats()
-        assert stats["pool_size"] == pgdb.POOL_MAX
-        assert stats["pool_min"] == pgdb.POOL_MAX
+        assert stats["pool_size"] == postgres.POOL_MAX
+        assert stats["pool_min"] == postgres.POOL_MAX
         store.add_annotation(text_note())  # and it still works
         assert len(store.list_annotations()) == 1
     finally:

@@ -14,7 +14,10 @@ import psycopg
 import pytest
 
 import annotate
-from annotate import pgdb, schema
+from annotate import schema
+from annotate.backends.postgres import WRITE_LOCK, postgres_sql, redact
+from annotate.backends.postgres_schema import POSTGRES
+from annotate.backends.sqlite import Migrator
 from annotate.store import Store
 
 from .conftest import text_note
@@ -104,7 +107,7 @@ def test_an_old_database_is_migrated_step_by_step(pg_url: str, project: Path) ->
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE schema_version (version BIGINT PRIMARY KEY, applied_at TEXT)")
         for version in (0, 1):
-            for sql in schema.POSTGRES[version]:
+            for sql in POSTGRES[version]:
                 conn.execute(sql)
             conn.execute("INSERT INTO schema_version VALUES (%s, 'then')", (version + 1,))
         conn.execute(
@@ -143,7 +146,7 @@ def test_a_write_waits_for_the_write_lock_then_is_busy(pg_url: str, project: Pat
     annotate.open(project, db=pg_url).close()
     store = Store(pg_url, project_dir=project, busy_timeout=0.3)
     with psycopg.connect(pg_url) as holder:
-        holder.execute("SELECT pg_advisory_xact_lock(%s)", (pgdb.WRITE_LOCK,))
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         with pytest.raises(annotate.StoreBusyError, match="is busy"):
             store.add_page_note({"pageUrl": "/", "note": "waits"})
         assert store.list_page_notes() == []  # reads do not wait
@@ -221,27 +224,25 @@ def test_a_missing_driver_is_one_line_naming_the_extra(project: Path) -> None:
     [
         ("SELECT * FROM t WHERE a = ? AND b IN (?,?)", "SELECT * FROM t WHERE a = %s AND b IN (%s,%s)"),
         ("SELECT '50%?' FROM t WHERE a LIKE ?", "SELECT '50%%?' FROM t WHERE a LIKE %s"),
-        ("UPDATE t SET x = ? WHERE a IS ? AND b IS NULL", "UPDATE t SET x = %s WHERE a IS NOT DISTINCT FROM %s AND b IS NULL"),
-        ("... WHERE g IS NOT excluded.g OR h IS NOT NULL", "... WHERE g IS DISTINCT FROM excluded.g OR h IS NOT NULL"),
+        # Only placeholders: a null-safe comparison is the backend's `same` / `differs`.
+        ("UPDATE t SET x = ? WHERE a IS NOT NULL", "UPDATE t SET x = %s WHERE a IS NOT NULL"),
         ("SELECT 'it''s ?' , ?", "SELECT 'it''s ?' , %s"),
     ],
 )  # fmt: skip
 def test_sql_rewriting(sqlite: str, postgres: str) -> None:
-    assert pgdb.postgres_sql(sqlite) == postgres
+    assert postgres_sql(sqlite) == postgres
 
 
 def test_redact() -> None:
-    assert pgdb.redact("postgresql://a:pw@h:5/d?x=1") == "postgresql://a:***@h:5/d?x=1"
-    assert pgdb.redact("postgresql://a@h/d") == "postgresql://a@h/d"
-    assert pgdb.redact("postgres://:pw@[::1]/d") == "postgres://***@[::1]/d"
+    assert redact("postgresql://a:pw@h:5/d?x=1") == "postgresql://a:***@h:5/d?x=1"
+    assert redact("postgresql://a@h/d") == "postgresql://a@h/d"
+    assert redact("postgres://:pw@[::1]/d") == "postgres://***@[::1]/d"
 
 
 def test_serial_key_on_sqlite() -> None:
     import sqlite3
 
-    import sqlite_utils
-
-    db = sqlite_utils.Database(sqlite3.connect(":memory:"))
+    db = Migrator(sqlite3.connect(":memory:"))
     db.execute(f"CREATE TABLE labels ({schema.serial(db)}, name TEXT NOT NULL)")
     db.execute("INSERT INTO labels (name) VALUES (?), (?)", ("a", "b"))
     assert db.execute("SELECT seq, name FROM labels ORDER BY seq").fetchall() == [
