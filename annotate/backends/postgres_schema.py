@@ -4,10 +4,9 @@ with sqlite-utils, and the migrator every other migration gets on PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .postgres import Connection, Cursor
+from .interface import Connection, Cursor
 
 __all__ = ["POSTGRES", "SQL_TYPES", "Migrator"]
 
