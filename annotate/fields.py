@@ -106,15 +106,6 @@ class Part:
         """Kept in a column of its own (not derived)."""
         return self.derive is None
 
-    def schema(self) -> dict[str, Any]:
-        """Its OpenAPI schema in an answer."""
-        if self.type == "object":
-            return {"type": "object", "additionalProperties": {"type": "string"}}
-        if self.type == "enum":
-            return {"type": "string", "enum": list(self.enum)}
-        schema = {"type": self.type}
-        return {"anyOf": [schema, {"type": "null"}]} if self.nullable else schema
-
 
 @dataclass(frozen=True)
 class Composite:
