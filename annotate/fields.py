@@ -117,11 +117,11 @@ class Composite:
     parts: tuple[Part, ...]
     when: Callable[[Row], bool]
     when_sql: str = ""
-    # Kept as one JSON text in this column (the element selector), its parts' columns the keys
-    # of that JSON; decoded by the namespace's `make` from the text.
+    # Kept as one JSON text in this column (the element selector), its parts' columns (their
+    # keys unless named) the keys of that JSON.
     json_column: str = ""
-    # The name, in the decoder's namespace, of the class (or of the function, for a JSON text)
-    # that makes the object.
+    # The name, in the decoder's namespace, of the class that makes the object from the parts'
+    # values in their order.
     make: str = ""
 
     def __getitem__(self, key: str) -> Part:
@@ -131,8 +131,7 @@ class Composite:
         """The object of a row, or None (`make` takes the parts' values in their order)."""
         when = self.when
         if self.json_column:
-            column = self.json_column
-            return lambda r: make(e) if when(r) and (e := r[column]) else None
+            return self._json_reader(make)
         get = _getter(itemgetter(*(p.column for p in self.parts)), len(self.parts))
         fixes = tuple(
             (i, p.derive or _or(p.blank))
@@ -148,6 +147,24 @@ class Composite:
             values = list(get(r))
             for i, fix in fixes:
                 values[i] = fix(values[i])
+            return make(*values)
+
+        return read
+
+    def _json_reader(self, make: Callable[..., Any]) -> Callable[[Row], Any]:
+        """The object of a row that keeps it as one JSON text (a key it lacks reads as the
+        part's blank; a JSON object part as `{}`)."""
+        when, column = self.when, self.json_column
+        keys = tuple((p.column or p.key, p.blank) for p in self.parts)
+        objects = tuple(i for i, p in enumerate(self.parts) if p.type == "object")
+
+        def read(r: Row) -> Any:
+            if not when(r) or not (stored := r[column]):
+                return None
+            found = json.loads(stored)
+            values = [found.get(key, blank) for key, blank in keys]
+            for i in objects:
+                values[i] = values[i] or {}
             return make(*values)
 
         return read
@@ -459,7 +476,7 @@ ELEMENT_SELECTOR = Composite(
     when=lambda r: r["type"] != "text",
     when_sql="{a}type != 'text' AND {a}element_selector != ''",
     json_column="element_selector",
-    make="element",
+    make="ElementSelector",
 )
 
 
