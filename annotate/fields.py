@@ -24,6 +24,7 @@ every piece picks it up, and tests/test_fields_pinned.py pins every answer byte 
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections import namedtuple
@@ -178,6 +179,8 @@ class Composite:
         # A JSON object part is copied: the answer is not the object's own dict.
         copies = tuple(p.key for p in always if p.type == "object")
         optional = tuple((p.key, p.attr) for p in self.parts if p.optional)
+        if not copies and not optional:
+            return lambda obj: dict(zip(keys, get(obj), strict=True))
 
         def to_dict(obj: Any) -> dict[str, Any]:
             out = dict(zip(keys, get(obj), strict=True))
@@ -299,14 +302,9 @@ class Field:
         return f"coalesce({value}, {_quote_sql(self.blank)})" if self.blank is not None else value
 
 
-_Outline = tuple[str, str, Callable[[Any], Any]]
-
-
-def _part_of(field: str, part: str) -> Callable[[Any], Any]:
-    """A composite's part of an object, None where it has none."""
-    get = attrgetter(_snake(part))
-    own = attrgetter(_snake(field))
-    return lambda a: get(value) if (value := own(a)) else None
+# A column of the export rows: its name, its SQL over the table, the object's attribute and, for
+# a composite, the part's attribute ("" for a plain field).
+_Outline = tuple[str, str, str, str]
 
 
 class Table:
@@ -331,10 +329,10 @@ class Table:
         # order of `row`'s names. mypy only models a namedtuple whose name and fields are literals
         # (error code misc); these come from the table.
         self.row: Any = namedtuple(  # type: ignore[misc]
-            f"{name}Row", [name for name, _, _ in outline]
+            f"{name}Row", [name for name, _, _, _ in outline]
         )
-        self.select = ", ".join(sql for _, sql, _ in outline)
-        self._outline = outline
+        self.select = ", ".join(sql for _, sql, _, _ in outline)
+        self._outline = [(name, attr, part) for name, _, attr, part in outline]
 
     def _outline_of(self, f: Field) -> list[_Outline]:
         """(name in the export row, SQL over the table, the value of an object)."""
@@ -343,9 +341,10 @@ class Table:
             for name, key, part in f.outline:
                 composite = self.by_key[key].composite
                 assert composite is not None, key
-                out.append((name, composite.column_sql(composite[part]), _part_of(key, part)))
+                sql = composite.column_sql(composite[part])
+                out.append((name, sql, _snake(key), _snake(part)))
             return out
-        return [(f.attr, f.sql_expr(""), attrgetter(f.attr))] if f.export else []
+        return [(f.attr, f.sql_expr(""), f.attr, "")] if f.export else []
 
     def __getitem__(self, key: str) -> Field:
         return self.by_key[key]
@@ -393,34 +392,64 @@ class Table:
         """`cls` from a row of the table and the `decoder_args` (one constructor call); the
         caller's annotation spells its parameters out. `namespace` names the composites'
         `make`."""
-        plain = [f for f in self.answer if f.plain and f.blank is None]
-        names = tuple(f.attr for f in plain)
-        get = _getter(itemgetter(*(f.col for f in plain)), len(plain))
+        # The constructor's parameters in order, each from the row, a reader or an argument:
+        # one positional call (a keyword call matches every name).
+        fields = {f.attr: f for f in self.answer}
+        parameters = inspect.signature(cls).parameters
+        order = [name for name in parameters if name in fields]
+        if list(parameters)[: len(order)] != order:
+            raise ValueError(
+                f"{cls.__name__}: a parameter not in the field table before {order[-1]}"
+            )
+        plain = fields[order[0]].col
+        # The plain fields' columns in one lookup (the others' places hold a placeholder).
+        pick = itemgetter(
+            *(f.col if (f := fields[a]).plain and f.blank is None else plain for a in order)
+        )
         read = tuple(
-            (f.attr, f.reader(namespace))
-            for f in self.answer
-            if not f.argument and not (f.plain and f.blank is None)
+            (i, fields[a].reader(namespace))
+            for i, a in enumerate(order)
+            if not fields[a].argument and not (fields[a].plain and fields[a].blank is None)
         )
         arguments = []
         for key in self.decoder_args:
             f = self.by_key[key]
             make = namespace[f.composite.make] if f.composite is not None else None
-            arguments.append((f.attr, make))
+            default = parameters[f.attr].default
+            arguments.append((order.index(f.attr), make, default))
 
         def decode(r: Row, *args: Any) -> T:
-            values = dict(zip(names, get(r), strict=True))
-            for attr, reader in read:
-                values[attr] = reader(r)
-            for (attr, make), value in zip(arguments, args, strict=False):
-                values[attr] = make(value) if make is not None and value else value
-            return cls(**values)
+            # A dict is read as it is (`annotate mcp --remote`'s answer a column it lacks reads
+            # as None); a sqlite3.Row (or the PostgreSQL row that reads like one) is made one
+            # dict of its names and values: looking 37 names up in it one by one costs ten
+            # times as much (a Row compares a name with each column's).
+            row = r if isinstance(r, dict) else dict(zip(r.keys(), r, strict=True))
+            values = list(pick(row))
+            for i, reader in read:
+                values[i] = reader(row)
+            for n, (i, make, default) in enumerate(arguments):
+                value = args[n] if n < len(args) else default
+                values[i] = make(value) if make is not None and value else value
+            return cls(*values)
 
         return decode
 
     def row_of(self) -> Callable[[Any], tuple[Any, ...]]:
         """The export row of an object (what `select` reads from the table)."""
-        row, getters = self.row, tuple(g for _, _, g in self._outline)
-        return lambda a: row(*[g(a) for g in getters])
+        row, outline = self.row, self._outline
+        # The object's attribute for each column of the row (a composite's: the composite),
+        # then the part of each composite that is there.
+        get = _getter(attrgetter(*(attr for _, attr, _ in outline)), len(outline))
+        parts = tuple((i, part) for i, (_, _, part) in enumerate(outline) if part)
+
+        def row_of(a: Any) -> tuple[Any, ...]:
+            values = list(get(a))
+            for i, part in parts:
+                if (value := values[i]) is not None:
+                    values[i] = getattr(value, part)
+            return row._make(values)  # type: ignore[no-any-return]
+
+        return row_of
 
     def columns(
         self,
