@@ -33,8 +33,17 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
-__all__ = ["ANNOTATION", "COMPOSITES", "PAGE_NOTE", "REPLY", "SELECTION", "Composite", "Field"]
-__all__ += ["Part", "Table"]
+__all__ = [
+    "ANNOTATION",
+    "COMPOSITES",
+    "PAGE_NOTE",
+    "REPLY",
+    "SELECTION",
+    "Composite",
+    "Field",
+    "Part",
+    "Table",
+]
 
 T = TypeVar("T")
 Row = Any  # a store row: read by column name (sqlite3.Row, a PostgreSQL row, a dict)
