@@ -427,12 +427,15 @@ class Table:
             default = parameters[f.attr].default
             arguments.append((order.index(f.attr), make, default))
 
+        # A table of plain fields only (replies) has each name looked up once anyway.
+        direct = not read
+
         def decode(r: Row, *args: Any) -> T:
             # A dict is read as it is (`annotate mcp --remote`'s answer a column it lacks reads
             # as None); a sqlite3.Row (or the PostgreSQL row that reads like one) is made one
             # dict of its names and values: looking 37 names up in it one by one costs ten
             # times as much (a Row compares a name with each column's).
-            row = r if isinstance(r, dict) else dict(zip(r.keys(), r, strict=True))
+            row = r if direct or isinstance(r, dict) else dict(zip(r.keys(), r, strict=True))
             values = list(pick(row))
             for i, reader in read:
                 values[i] = reader(row)
