@@ -70,6 +70,38 @@ def _getter(get: Callable[[Any], Any], count: int) -> Callable[[Any], tuple[Any,
     return get
 
 
+def _dict_of(
+    keys: tuple[str, ...], get: Callable[[Any], tuple[Any, ...]]
+) -> Callable[[Any], dict[str, Any]]:
+    """`{key: value}` of `get`'s values: a dict display for a composite's few keys (three times
+    as fast as `dict(zip(…))`)."""
+    if len(keys) == 2:
+        k0, k1 = keys
+
+        def two(obj: Any) -> dict[str, Any]:
+            v0, v1 = get(obj)
+            return {k0: v0, k1: v1}
+
+        return two
+    if len(keys) == 3:
+        k0, k1, k2 = keys
+
+        def three(obj: Any) -> dict[str, Any]:
+            v0, v1, v2 = get(obj)
+            return {k0: v0, k1: v1, k2: v2}
+
+        return three
+    if len(keys) == 4:
+        k0, k1, k2, k3 = keys
+
+        def four(obj: Any) -> dict[str, Any]:
+            v0, v1, v2, v3 = get(obj)
+            return {k0: v0, k1: v1, k2: v2, k3: v3}
+
+        return four
+    return lambda obj: dict(zip(keys, get(obj), strict=True))
+
+
 def _or(blank: Any) -> Callable[[Any], Any]:
     """A column's value, `blank` where it is NULL."""
     return lambda value: value or blank
@@ -187,17 +219,21 @@ class Composite:
         get = _getter(attrgetter(*(p.attr for p in always)), len(always))
         # A JSON object part is copied: the answer is not the object's own dict.
         copies = tuple(p.key for p in always if p.type == "object")
-        optional = tuple((p.key, p.attr) for p in self.parts if p.optional)
+        extra = [p for p in self.parts if p.optional]
+        optional = tuple(p.key for p in extra)
+        more = _getter(attrgetter(*(p.attr for p in extra)), len(extra)) if extra else None
+        plain = _dict_of(keys, get)
         if not copies and not optional:
-            return lambda obj: dict(zip(keys, get(obj), strict=True))
+            return plain
 
         def to_dict(obj: Any) -> dict[str, Any]:
-            out = dict(zip(keys, get(obj), strict=True))
+            out = plain(obj)
             for key in copies:
                 out[key] = dict(out[key])
-            for key, attr in optional:
-                if value := getattr(obj, attr):
-                    out[key] = value
+            if more is not None:
+                for key, value in zip(optional, more(obj), strict=True):
+                    if value:
+                        out[key] = value
             return out
 
         return to_dict
