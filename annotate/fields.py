@@ -102,11 +102,6 @@ def _dict_of(
     return lambda obj: dict(zip(keys, get(obj), strict=True))
 
 
-def _or(blank: Any) -> Callable[[Any], Any]:
-    """A column's value, `blank` where it is NULL."""
-    return lambda value: value or blank
-
-
 def _quote_sql(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -175,20 +170,21 @@ class Composite:
         if self.json_column:
             return self._json_reader(make)
         get = _getter(itemgetter(*(p.column for p in self.parts)), len(self.parts))
-        fixes = tuple(
-            (i, p.derive or _or(p.blank))
-            for i, p in enumerate(self.parts)
-            if p.derive is not None or p.blank is not None
-        )
-        if not fixes:
+        # A NULL read as the part's blank, a derived part from its column: in place, no call.
+        blanks = tuple((i, p.blank) for i, p in enumerate(self.parts) if p.blank is not None)
+        derived = tuple((i, p.derive) for i, p in enumerate(self.parts) if p.derive is not None)
+        if not blanks and not derived:
             return lambda r: make(*get(r)) if when(r) else None
 
         def read(r: Row) -> Any:
             if not when(r):
                 return None
             values = list(get(r))
-            for i, fix in fixes:
-                values[i] = fix(values[i])
+            for i, blank in blanks:
+                if not values[i]:
+                    values[i] = blank
+            for i, derive in derived:
+                values[i] = derive(values[i])
             return make(*values)
 
         return read
@@ -447,14 +443,18 @@ class Table:
                 f"{cls.__name__}: a parameter not in the field table before {order[-1]}"
             )
         plain = fields[order[0]].col
-        # The plain fields' columns in one lookup (the others' places hold a placeholder).
-        pick = itemgetter(
-            *(f.col if (f := fields[a]).plain and f.blank is None else plain for a in order)
+        # The one-column fields in one lookup (the others' places hold a placeholder), a NULL
+        # read as the field's blank in place.
+        pick = itemgetter(*(f.col if (f := fields[a]).plain else plain for a in order))
+        blanks = tuple(
+            (i, f.blank)
+            for i, a in enumerate(order)
+            if (f := fields[a]).plain and f.blank is not None
         )
         read = tuple(
             (i, fields[a].reader(namespace))
             for i, a in enumerate(order)
-            if not fields[a].argument and not (fields[a].plain and fields[a].blank is None)
+            if not fields[a].argument and not fields[a].plain
         )
         arguments = []
         for key in self.decoder_args:
@@ -473,6 +473,9 @@ class Table:
             # times as much (a Row compares a name with each column's).
             row = r if direct or isinstance(r, dict) else dict(zip(r.keys(), r, strict=True))
             values = list(pick(row))
+            for i, blank in blanks:
+                if not values[i]:
+                    values[i] = blank
             for i, reader in read:
                 values[i] = reader(row)
             for n, (i, make, default) in enumerate(arguments):
