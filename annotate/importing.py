@@ -17,6 +17,7 @@ from . import build as builds
 from . import validation as validate
 from .errors import ImportFormatError, ValidationError
 from .export import JSON_FORMAT
+from .fields import ANNOTATION
 from .models import ANCHOR_STATES, REVIEW_MODES, STATUSES
 from .store import new_id, now
 
@@ -233,27 +234,36 @@ def _anchor(a: Mapping[str, Any]) -> dict[str, Any]:
     anchored = builds.make(None, build.get("anchoredOn")) if isinstance(build, Mapping) else None
     if anchored is not None:
         out["anchored_on"] = anchored.commit
-    out.update(_source(a.get("source"), "source", "source"))
-    out.update(_source(a.get("originalSource"), "originalSource", "original"))
+    out.update(_source(a.get("source"), "source"))
+    out.update(_source(a.get("originalSource"), "originalSource"))
     return out
 
 
-def _source(source: Any, field: str, prefix: str) -> dict[str, Any]:
-    """A `{path, lineStart, lineEnd, excerpt}` as the columns `<prefix>_path`, …"""
+def _source(source: Any, field: str) -> dict[str, Any]:
+    """A `{path, lineStart, lineEnd, excerpt}` as the columns of the field table's composite
+    (annotate/fields.py: `source_path`, …, or `original_path`, …), each part checked."""
     if source is None:
         return {}
     if not isinstance(source, Mapping):
         raise ValidationError(f"{field} must be an object", field)
-    path = validate.text(source.get("path"), f"{field}.path", 1_000, required=True)
-    lines = [source.get("lineStart"), source.get("lineEnd")]
-    if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lines):
-        raise ValidationError(f"{field} lines must be positive integers", field)
-    return {
-        f"{prefix}_path": path,
-        f"{prefix}_line_start": lines[0],
-        f"{prefix}_line_end": lines[1],
-        f"{prefix}_excerpt": validate.text(source.get("excerpt"), f"{field}.excerpt", 10_000) or "",
-    }
+    composite = ANNOTATION[field].composite
+    assert composite is not None, field
+    out: dict[str, Any] = {}
+    # An import takes what a note was made on; `kind`, `object` and `lastKnown` the store
+    # finds again.
+    for part in (p for p in composite.parts if p.stored and not p.optional):
+        value = source.get(part.key)
+        if part.type == "integer":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(f"{field} lines must be positive integers", field)
+        else:
+            assert part.limit is not None, part.key
+            name = f"{field}.{part.key}"
+            value = validate.text(value, name, part.limit, required=part.blank is None)
+            if part.blank is not None:
+                value = value or part.blank
+        out[part.column] = value
+    return out
 
 
 def _page_notes(

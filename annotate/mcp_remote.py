@@ -91,8 +91,8 @@ class RemoteError(Exception):
 
 
 # (JSON key, column) of the fields that are one column each, from the field table.
-_PLAIN = tuple((f.key, f.col) for f in ANNOTATION.answer if not f.decode)
-_PLAIN_NOTE = tuple((f.key, f.col) for f in PAGE_NOTE.answer if not f.decode)
+_PLAIN_NOTE = tuple((f.key, f.col) for f in PAGE_NOTE.answer if f.plain)
+_ORIGINAL = {"originalSource": "source"}
 _PLAIN_REPLY = tuple((f.key, f.col) for f in REPLY.answer)
 
 
@@ -109,34 +109,11 @@ class _Row(dict[str, Any]):
 
 
 def _columns(data: dict[str, Any]) -> _Row:
-    """The store row of an annotation's JSON: the plain fields' columns by name (the field table,
-    annotate/fields.py), the others' spelled out."""
-    quote = data.get("quote") or {}
-    position = data.get("position") or {}
-    source = data.get("source") or {}
-    # lean_item leaves `originalSource` out while it equals `source`.
-    original = data.get("originalSource") or source
-    element = data.get("elementSelector")
-    row = _Row({col: data.get(key) for key, col in _PLAIN})
-    row.update(
-        quote_exact=quote.get("exact"),
-        quote_prefix=quote.get("prefix"),
-        quote_suffix=quote.get("suffix"),
-        position_start=position.get("start"),
-        position_end=position.get("end"),
-        element_selector=json.dumps(element) if element else None,
-        source_file=source.get("path"),
-        source_path=source.get("path"),
-        source_line_start=source.get("lineStart"),
-        source_line_end=source.get("lineEnd"),
-        source_excerpt=source.get("excerpt"),
-        source_kind=source.get("kind"),
-        source_object=source.get("object"),
-        original_path=original.get("path"),
-        original_line_start=original.get("lineStart"),
-        original_line_end=original.get("lineEnd"),
-        original_excerpt=original.get("excerpt"),
-    )
+    """The store row of an annotation's JSON, from the field table (annotate/fields.py); the
+    file a note was located in is its `source` (lean_item leaves `originalSource` out while it
+    equals `source`)."""
+    row = _Row(ANNOTATION.columns(data, fallback=_ORIGINAL, leave=frozenset({"build"})))
+    row["source_file"] = row["source_path"]
     return row
 
 

@@ -11,7 +11,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .fields import ANCHOR_STATES, ANNOTATION, INTENTS, PAGE_NOTE, REPLY, STATUSES
+from .fields import (
+    ANCHOR_STATES,
+    ANCHORED_BUILD,
+    ANNOTATION,
+    ELEMENT_SELECTOR,
+    INTENTS,
+    PAGE_NOTE,
+    PAGE_SOURCE,
+    POSITION,
+    QUOTE,
+    REPLY,
+    SOURCE,
+    STATUSES,
+)
 
 __all__ = [
     "ANCHOR_STATES",
@@ -111,8 +124,7 @@ class TextQuote:
     prefix: str = ""
     suffix: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix}
+    to_dict = QUOTE.to_dict()
 
 
 @dataclass(slots=True)
@@ -122,8 +134,7 @@ class TextPosition:
     start: int
     end: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"start": self.start, "end": self.end}
+    to_dict = POSITION.to_dict()
 
 
 @dataclass(slots=True)
@@ -135,15 +146,7 @@ class ElementSelector:
     attributes: dict[str, str] = field(default_factory=dict)
     outer_html_preview: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cssSelector": self.css_selector,
-            "xpath": self.xpath,
-            "tagName": self.tag_name,
-            "description": self.description,
-            "attributes": dict(self.attributes),
-            "outerHtmlPreview": self.outer_html_preview,
-        }
+    to_dict = ELEMENT_SELECTOR.to_dict()
 
 
 @dataclass(slots=True)
@@ -168,21 +171,9 @@ class Source:
             return f"{self.path}:{self.line_start}"
         return f"{self.path}:{self.line_start}-{self.line_end}"
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "path": self.path,
-            "lineStart": self.line_start,
-            "lineEnd": self.line_end,
-            "excerpt": self.excerpt,
-        }
-        # Present only when they say something (consumers read a missing key as absent).
-        if self.kind:
-            out["kind"] = self.kind
-        if self.object:
-            out["object"] = self.object
-        if self.last_known:
-            out["lastKnown"] = True
-        return out
+    # `kind`, `object` and `lastKnown` present only when they say something (consumers read a
+    # missing key as absent).
+    to_dict = SOURCE.to_dict()
 
 
 @dataclass(slots=True)
@@ -191,8 +182,7 @@ class PageSource:
 
     path: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path}
+    to_dict = PAGE_SOURCE.to_dict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +203,7 @@ class Build:
         made = " @ ".join(v for v in (self.branch or "(no branch)", self.commit) if v)
         return f"{made}, re-anchored on {self.anchored_on}" if self.anchored_on else made
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"branch": self.branch, "commit": self.commit}
-        if self.anchored_on:
-            out["anchoredOn"] = self.anchored_on
-        return out
+    to_dict = ANCHORED_BUILD.to_dict()
 
 
 @dataclass(slots=True)

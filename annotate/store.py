@@ -1806,18 +1806,6 @@ def _refuse_resolved(table: str, row: Row, action: str) -> None:
         )
 
 
-def _element(stored: str) -> ElementSelector:
-    e = json.loads(stored)
-    return ElementSelector(
-        css_selector=e.get("cssSelector", ""),
-        xpath=e.get("xpath", ""),
-        tag_name=e.get("tagName", ""),
-        description=e.get("description", ""),
-        attributes=e.get("attributes") or {},
-        outer_html_preview=e.get("outerHtmlPreview", ""),
-    )
-
-
 # Rows to objects, generated from the field table (annotate/fields.py): one constructor call each.
 _DECODING = {
     "Build": Build,
@@ -1825,7 +1813,7 @@ _DECODING = {
     "TextPosition": TextPosition,
     "Source": Source,
     "PageSource": PageSource,
-    "element": _element,
+    "ElementSelector": ElementSelector,
 }
 _reply: Callable[[Row], Reply] = REPLY.decoder(Reply, _DECODING)
 _annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder(

@@ -25,16 +25,18 @@ TOKEN = "test-token-0123456789abcdef"
 API = "/__annotate/api"
 STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?Z| UTC)")
 MADE, SERVED = "0b105a0c1d2e", "def5678abcde"
+# Every answer the same on both backends (issue #28).
+BACKENDS = ("sqlite", "postgresql")
 INSTALL = "# Install\n\nRun pip install mkdocs-annotate in a shell.\n\nThen build the site.\n"
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[tuple[TestClient, list[str]]]:
+def client(tmp_path: Path, db_url: str | None) -> Iterator[tuple[TestClient, list[str]]]:
     """A store with every kind of field filled in, and the ids in order of creation."""
     # Issue #20: two notes made on a build of `main` (the others on none); served from a newer
     # build of `main`, the located one says where it was located again (`build.anchoredOn`).
     store = annotate.open(
-        write_project(tmp_path, INSTALL), build={"branch": "main", "commit": MADE}
+        write_project(tmp_path, INSTALL), db=db_url, build={"branch": "main", "commit": MADE}
     )
     located = store.add_annotation(
         text_note(intent="replace", suggestion="pipx install it\n  (indented)", author="Ada")

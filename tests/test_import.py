@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import annotate
-from annotate.export import render
+from annotate.export import JSON_FORMAT, render
 from annotate.importing import import_file
 from annotate.store import Store
 
@@ -114,6 +114,14 @@ def test_our_json_round_trips(store: Store, tmp_path: Path) -> None:
     )
 
 
+def _sourced(source: str) -> str:
+    """An export of one text annotation with `source` (JSON text of its keys) added."""
+    return (
+        f'{{"format": "{JSON_FORMAT}", "version": 1, "annotations": [{{"type": "text", '
+        f'"pageUrl": "/", "note": "x", "selectedText": "ok", {source}}}]}}'
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -132,6 +140,28 @@ def test_our_json_round_trips(store: Store, tmp_path: Path) -> None:
             '{"version": 1, "annotations": [{"id": "../../x", "type": "text", "pageUrl": "/", '
             '"selectedText": "ok"}]}',
             "is not a valid id",
+        ),
+        # The source composites, checked part by part from the field table (annotate/fields.py).
+        (_sourced('"source": "docs/x.md"'), "annotations[0]: source must be an object"),
+        (_sourced('"source": {"lineStart": 1, "lineEnd": 2}'), "source.path is required"),
+        (
+            _sourced('"originalSource": {"path": "x.md", "lineStart": 0, "lineEnd": 2}'),
+            "annotations[0]: originalSource lines must be positive integers",
+        ),
+        (
+            _sourced('"source": {"path": "x.md", "lineStart": 1, "lineEnd": true}'),
+            "source lines must be positive integers",
+        ),
+        (
+            _sourced('"source": {"path": 7, "lineStart": "a", "lineEnd": 2}'),
+            "source.path must be a string",
+        ),
+        (
+            _sourced(
+                '"originalSource": {"path": "x.md", "lineStart": 1, "lineEnd": 2, '
+                f'"excerpt": "{"x" * 10_001}"}}'
+            ),
+            "originalSource.excerpt is 10,001 characters long; the limit is 10,000",
         ),
     ],
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import validation as v
 from ..build import MAX_NAME as MAX_BUILD_NAME
-from ..fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
+from ..fields import ANNOTATION, COMPOSITES, PAGE_NOTE, REPLY, Composite, Field, Part, Table
 from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STATUSES
 
 __all__ = ["openapi"]
@@ -187,6 +187,22 @@ def _value(f: Field, composites: dict[str, Any]) -> dict[str, Any]:
     return _nullable(schema) if f.nullable else schema
 
 
+def _part(p: Part) -> dict[str, Any]:
+    """The schema of a composite's part in an answer."""
+    if p.type == "object":
+        return {"type": "object", "additionalProperties": _string()}
+    if p.type == "enum":
+        return {"type": "string", "enum": list(p.enum)}
+    schema = _string() if p.type == "string" else {"type": p.type}
+    return _nullable(schema) if p.nullable else schema
+
+
+def _composite(c: Composite) -> dict[str, Any]:
+    """A composite's object (annotate/fields.py): every part; the optional ones present only
+    when they say something."""
+    return _object({p.key: _part(p) for p in c.parts}, [p.key for p in c.parts if not p.optional])
+
+
 def _answer(table: Table, composites: dict[str, Any]) -> dict[str, Any]:
     """The schema of an item as the API answers it: every field, always present."""
     keys = [f.key for f in table.answer]
@@ -216,41 +232,9 @@ def _schemas() -> dict[str, Any]:
     nullable_string = _nullable(string)
     timestamp = TIMESTAMP
     reply = _answer(REPLY, {})
-    quote = _object(
-        {"exact": string, "prefix": string, "suffix": string}, ["exact", "prefix", "suffix"]
-    )
-    position = _object({"start": {"type": "integer"}, "end": {"type": "integer"}}, ["start", "end"])
-    element = _object(
-        {
-            "cssSelector": string,
-            "xpath": string,
-            "tagName": string,
-            "description": string,
-            "attributes": {"type": "object", "additionalProperties": string},
-            "outerHtmlPreview": string,
-        },
-        ["cssSelector", "xpath", "tagName", "description", "attributes", "outerHtmlPreview"],
-    )
-    source = _object(
-        {
-            "path": string,
-            "lineStart": {"type": "integer"},
-            "lineEnd": {"type": "integer"},
-            "excerpt": string,
-            # Issue #13: present only when they say something.
-            "kind": {"type": "string", "enum": ["generated"]},
-            "object": string,
-            "lastKnown": {"type": "boolean"},
-        },
-        ["path", "lineStart", "lineEnd", "excerpt"],
-    )
-    composites = {
-        "Quote": _ref("Quote"),
-        "Position": _ref("Position"),
-        "ElementSelector": _ref("ElementSelector"),
-        "Source": _ref("Source"),
-        "PageSource": _object({"path": string}, ["path"]),
-        "Build": _ref("Build"),
+    # The composites' schemas are components named after them, but a page's source (one key).
+    composites = {name: _ref(name) for name in COMPOSITES} | {
+        "PageSource": _composite(COMPOSITES["PageSource"]),
         "Reply": _ref("Reply"),
     }
     annotation = _answer(ANNOTATION, composites)
@@ -465,15 +449,7 @@ def _schemas() -> dict[str, Any]:
             ["error", "code"],
         ),
         "Reply": reply,
-        "Quote": quote,
-        "Position": position,
-        "ElementSelector": element,
-        "Source": source,
-        # annotate/build.py; `anchoredOn` only once located again on a newer build.
-        "Build": _object(
-            {"branch": nullable_string, "commit": nullable_string, "anchoredOn": string},
-            ["branch", "commit"],
-        ),
+        **{name: _composite(c) for name, c in COMPOSITES.items() if name != "PageSource"},
         "Annotation": annotation,
         "PageNote": page_note,
         "AnnotationInput": annotation_input,
