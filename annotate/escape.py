@@ -97,7 +97,9 @@ def _inline(text: str, quoted: bool = False) -> str:
 
 def _line(text: str) -> str:
     # The caller splits lines first; a line break left inside is shown as an escape by `_inline`.
-    text = _inline(text)
+    # Spaces and tabs at either end go first: leading ones indent into a code block, and a
+    # backslash they follow would end the line (a hard break) once the line is trimmed.
+    text = _inline(text.strip(" \t"))
     first = text[:1]
     if first and (first in "#+-=>|~:" or first.isspace() or first.isdigit()):
         return _BLOCK_START.sub(_neutral_start, text, count=1)

@@ -273,8 +273,8 @@ def _block(
     rows = text.splitlines() or [""]
     if skip_first:
         rows = rows[1:]
-        if not rows:
-            return []
+        if not any(r.strip() for r in rows):
+            return []  # blank lines after the first: nothing to quote (an empty `>` is a quote)
     if fence:
         # Inside a fence nothing is Markdown, and no line of the text can close it.
         ticks = "```"

@@ -16,7 +16,7 @@ from typing import Any
 
 import markdown
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -207,6 +207,11 @@ def _markers(n: dict[str, Any]) -> list[str]:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(value=HOSTILE)
+# Found by the property: blank lines after a page note's first (an empty quote), a leading tab
+# (an indented code block), a backslash before trailing space (a hard break once trimmed).
+@example(value="\n ")
+@example(value="\t `")
+@example(value="\\ ")
 def test_no_field_forges_structure_on_any_surface(
     notes: dict[str, Any], field: str, value: str
 ) -> None:
