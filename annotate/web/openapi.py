@@ -159,7 +159,8 @@ STATUS = _query(
 )
 BRANCH = _query(
     "branch",
-    _string(MAX_BUILD_NAME, minLength=1),
+    # No NUL: a filter with one is refused (annotate/web/security.py), on PostgreSQL as on SQLite.
+    _string(MAX_BUILD_NAME, minLength=1, pattern=NO_NUL),
     "Only notes made on a build of this branch (their `build.branch`).",
 )
 INCLUDE_RESOLVED = _query(
