@@ -1025,6 +1025,14 @@ def _search(
             return near  # the note's own passage, edited, not a copy of it elsewhere
         if hit is None:
             return None
+        if hint is not None and hit.score < 100:
+            # A copy whose context does not agree, while the note's own passage, edited, may
+            # stand where it was, framed by its context (a code line repeated in three fences,
+            # one word of the noted copy changed): `locate` decides, as on the page, where a
+            # framed match outranks a copy elsewhere.
+            own = _approximate(haystack, quote, prefix, suffix, hint, kind)
+            if own is not None and haystack.text[own.start : own.end] != quote:
+                return own
         # Other words in the same letters ("Built-in privacy plugin", a deleted heading, vs
         # "the built-in privacy plugin" in prose) are taken only where the context agrees.
         if hit.score < 100 and not _same_case(haystack, hit, original):
