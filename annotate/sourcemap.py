@@ -32,7 +32,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from rapidfuzz.distance import Indel
 
-from .anchoring import context_elsewhere, locate
+from .anchoring import context_elsewhere, framed, locate
 from .anchoring.text import find_all
 from .pages import safe_path
 
@@ -925,12 +925,19 @@ def _exact(
 
 
 def _one_word_changed(
-    haystack: _Haystack, quote: str, hint: int, kind: bool | None = None
+    haystack: _Haystack,
+    quote: str,
+    prefix: str,
+    suffix: str,
+    hint: int,
+    kind: bool | None = None,
 ) -> _Hit | None:
     """The quote with one of its words changed (into one or two others), near where it was
     last seen: the edit an agent makes most (issue #13, class 3). A similarity threshold rejects
     it in short quotes where the word is long ("the documentation" → "the docs"); requiring
-    every other word, in order, next to the old place keeps it from matching other text."""
+    every other word, in order, next to the old place keeps it from matching other text, and
+    `anchoring.framed` (what `locate` decides on its own matches) from taking a one-word twin
+    of a passage rewritten in more words (issue #26)."""
     words = quote.split(" ")
     if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < 4:
         return None
@@ -949,6 +956,9 @@ def _one_word_changed(
     if len(found) != 1:
         return None  # not there, or several places: no guess
     start, end = next(iter(found))
+    selector = {"exact": quote, "prefix": prefix, "suffix": suffix, "start": hint}
+    if not framed(haystack.text, selector, lo + start, lo + end):
+        return None
     score = round(100 * Indel.normalized_similarity(quote, window[start:end]))
     return _Hit(lo + start, lo + end, score)
 
@@ -1010,11 +1020,19 @@ def _search(
         if (
             far
             and hint is not None
-            and (near := _one_word_changed(haystack, quote, hint, kind)) is not None
+            and (near := _one_word_changed(haystack, quote, prefix, suffix, hint, kind)) is not None
         ):
             return near  # the note's own passage, edited, not a copy of it elsewhere
         if hit is None:
             return None
+        if hint is not None and hit.score < 100:
+            # A copy whose context does not agree, while the note's own passage, edited, may
+            # stand where it was, framed by its context (a code line repeated in three fences,
+            # one word of the noted copy changed): `locate` decides, as on the page, where a
+            # framed match outranks a copy elsewhere.
+            own = _approximate(haystack, quote, prefix, suffix, hint, kind)
+            if own is not None and haystack.text[own.start : own.end] != quote:
+                return own
         # Other words in the same letters ("Built-in privacy plugin", a deleted heading, vs
         # "the built-in privacy plugin" in prose) are taken only where the context agrees.
         if hit.score < 100 and not _same_case(haystack, hit, original):
@@ -1051,7 +1069,9 @@ def _approximate(
             # it; so does the note.
             match = other
     if match is None:
-        return None if hint is None else _one_word_changed(haystack, quote, hint, kind)
+        return (
+            None if hint is None else _one_word_changed(haystack, quote, prefix, suffix, hint, kind)
+        )
     return _Hit(match.start, match.end, round(match.score))
 
 

@@ -824,6 +824,9 @@ CHAR_SHARE = (0.10, 0.20)
 # A near twin: the sentence with one word changed, in a paragraph of its own this many lines
 # below it (or above), as an options reference repeats an entry's sentence.
 TWIN_LINES = 40
+# A sentence rewritten in this many words, its twin in the very next paragraph (issue #26: the
+# Markdown's "one word changed near where it was" rule took the twin).
+REWRITTEN_WORDS = 4
 SENTENCE = re.compile(r"[^.!?]*[.!?]")
 
 
@@ -866,6 +869,8 @@ def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> Non
     `locate` (page text, old position), `locate_in_markdown` (hint line) and the edlib port of
     matchQuote, in the same run. Right: on the sentence's line; wrong: on another line."""
     rng = random.Random(seed + 1)
+    # Its own generator: the rows above keep their sentences and edits run to run.
+    rewriter = random.Random(seed + 2)
     vocabulary = sorted(
         {
             word
@@ -930,6 +935,20 @@ def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> Non
                     selector,
                     i + 1,
                 )
+        edited = reworded(rewriter, quote, vocabulary, REWRITTEN_WORDS)
+        if twin_quote is not None and edited is not None and edited != quote:
+            run_reword(
+                rows[f"{REWRITTEN_WORDS} words reworded, twin next paragraph"],
+                methods,
+                joined,
+                i,
+                paragraph.replace(quote, edited, 1),
+                twin_quote,
+                quote,
+                selector,
+                i + 1,
+                next_to=True,
+            )
         if twin_text is not None:
             run_reword(
                 rows["deleted, twin below"],
@@ -960,7 +979,10 @@ def reword_check(paragraphs: list[tuple[Path, str, int, int]], seed: int) -> Non
             for m in methods
         )
         print(f"{kind:38} {n:>4}{cells}")
-    print("\nright: on the sentence's line (deleted: found nowhere); wrong: on another line")
+    print(
+        "\nright: on the sentence's line (deleted: found nowhere); wrong: on another line; "
+        "twin next paragraph: right may be stale, never the twin"
+    )
 
 
 def twin_place(lines: list[str], i: int) -> int:
@@ -983,13 +1005,15 @@ def run_reword(
     quote: str,
     selector: dict,
     line: int | None,
+    *,
+    next_to: bool = False,
 ) -> None:
-    """Edit the paragraph at line `i` (None: delete it), place `twin` below it, and count each
-    method's answer. The note was made on the page with the twin (its old offset moves by
-    nothing: the twin is below)."""
+    """Edit the paragraph at line `i` (None: delete it), place `twin` below it (`next_to`: in
+    the next paragraph), and count each method's answer. The note was made on the page with the
+    twin (its old offset moves by nothing: the twin is below)."""
     lines = list(joined)
     if twin is not None:
-        at = twin_place(lines, i)
+        at = i + 1 if next_to else twin_place(lines, i)
         lines[at:at] = ["", twin, ""]
         if at <= i:  # placed above: the paragraph moved down
             i += 3

@@ -262,7 +262,9 @@ HIGHLIGHTS_JS = """() => { const h = CSS.highlights.get('annotate'); return h ? 
 
 # -- independent expectations: plain searches of the Markdown ------------------------------------
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# A fence may stand inside block quotes (`> > ```django`, MkDocs' own dev-guide/themes.md): its
+# code lines are code, as the rendered page says.
+_FENCE = re.compile(r"^(?:[ \t]*>)*\s*(`{3,}|~{3,})")
 _DIRECTIVE = re.compile(r"^\s*(?:#+\s+)?:::\s+(\S+)")
 
 

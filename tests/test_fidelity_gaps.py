@@ -215,3 +215,91 @@ def test_a_reworded_heading_below_an_inserted_paragraph_is_followed_on_both_side
     at = page.index("Tables inside tabs")
     end = at + len("Tables inside tabs are not rendered correctly")
     assert not context_elsewhere(page, len(TROUBLE_QUOTE), **context, old=start, start=at, end=end)
+
+
+# A theme guide shows one template line three times, in three fences (two inside block quotes),
+# the first two followed by the same line.
+SCRIPTS = """\
+# Script tags
+
+A theme links the site's scripts in its main template:
+
+```django
+<body>
+  {{ page.content }}
+  {%- for script in config.extra_javascript %}
+    {{ script | script_tag }}
+  {%- endfor %}
+</body>
+```
+
+The items of the list used to be plain strings.
+
+> New style:
+>
+> ```django
+> {%- for script in config.extra_javascript %}
+>   {{ script | script_tag }}
+> {%- endfor %}
+> ```
+
+A theme that supports older versions as well checks for the new field:
+
+> Backwards-compatible style:
+>
+> ```django
+> {%- for script in config.extra_javascript %}
+>   {%- if script.path %}
+>     {{ script | script_tag }}
+>   {%- endif %}
+> {%- endfor %}
+> ```
+"""
+SCRIPT_LINE = "{%- for script in config.extra_javascript %}"
+
+
+def write_scripts(project: Path, text: str) -> None:
+    (project / "mkdocs.yml").write_text("site_name: Themes\nnav:\n  - scripts.md\n")
+    (project / "docs").mkdir(exist_ok=True)
+    page = project / "docs" / "scripts.md"
+    before = page.stat().st_mtime if page.exists() else None
+    page.write_text(text)
+    if before is not None:  # a new mtime even on a coarse file system
+        os.utime(page, (before + 5, before + 5))
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+def test_a_code_line_repeated_in_three_fences_keeps_its_own_copy(tmp_path: Path, nth: int) -> None:
+    # The 2nd or 3rd copy, told by the page (`inCode`, `occurrence`) and its context, maps to
+    # its own line; one word of it changed, the note stays there (it went to another copy, an
+    # exact match whose context did not agree, at score 78-86), as the page's highlight does.
+    lines = [n for n, line in enumerate(SCRIPTS.split("\n"), 1) if SCRIPT_LINE in line]
+    assert lines == [8, 19, 29]
+    text = project_markdown(SCRIPTS).text
+    at = [n for n in range(len(text)) if text.startswith(SCRIPT_LINE, n)][nth]
+    context = {"prefix": text[at - 32 : at], "suffix": text[at + len(SCRIPT_LINE) :][:32]}
+    write_scripts(tmp_path, SCRIPTS)
+    store = annotate.open(tmp_path)
+    note = store.add_annotation(
+        {
+            "pageUrl": "/scripts/",
+            "note": "Name the loop variable after what it holds.",
+            "selectedText": SCRIPT_LINE,
+            "quote": {"exact": SCRIPT_LINE, **context},
+            "inCode": True,
+            "occurrence": nth,
+        }
+    )
+    assert note.source is not None
+    assert (note.source.line_start, note.source.line_end) == (lines[nth], lines[nth])
+    rows = SCRIPTS.split("\n")
+    rows[lines[nth] - 1] = rows[lines[nth] - 1].replace("script in", "entry in")
+    edited = "\n".join(rows)
+    write_scripts(tmp_path, edited)
+    got = store.get_annotation(note.id)
+    assert got.anchor_state == "anchored"
+    assert got.source is not None
+    assert (got.source.line_start, got.source.line_end) == (lines[nth], lines[nth])
+    page = project_markdown(edited).text
+    match = locate(page, SCRIPT_LINE, **context, start=at, end=at + len(SCRIPT_LINE))
+    assert match is not None and page[match.start : match.end].startswith("{%- for entry in")

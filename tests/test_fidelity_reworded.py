@@ -169,6 +169,33 @@ def test_a_sentence_rewritten_past_recognition_is_not_handed_to_its_twin() -> No
     assert answers(page, selector) == [None] * 3
 
 
+@pytest.mark.parametrize(
+    "rewritten",
+    ["Gives the backdrop shade of the title bar.", "Gives the backdrop hue of the header strip."],
+)
+def test_a_sentence_rewritten_past_recognition_is_not_handed_to_its_twin_in_the_markdown(
+    rewritten: str,
+) -> None:
+    # The source map's own fallback, "the quote with one word changed near where it was",
+    # found the twin six lines below (line 13) first: it asks `anchoring.framed` now, as
+    # `locate` does. Stale, or the sentence's own line, never the twin.
+    assert sum(a != b for a, b in zip(QUOTE.split(), rewritten.split(), strict=True)) == 4
+    selector = selector_of(NEIGHBOURS, QUOTE)
+    context = {"prefix": selector["prefix"], "suffix": selector["suffix"]}
+    edited = NEIGHBOURS.replace(QUOTE, rewritten)
+    for moved in (0, 2):  # ... also when a paragraph inserted above moved both
+        if moved:
+            edited = edited.replace("# Header options\n", "# Header options\n\nRead this first.\n")
+        line = LINE + moved
+        assert project_markdown(edited).text.count("of the header bar.") == 1  # the twin's
+        match = locate_in_markdown(edited, QUOTE, **context, hint_line=LINE)
+        assert match is None or (match.line_start, match.line_end) == (line, line)
+    # ... while one word changed there is still followed on its line.
+    edited = NEIGHBOURS.replace(QUOTE, QUOTE.replace("header", "title"))
+    match = locate_in_markdown(edited, QUOTE, **context, hint_line=LINE)
+    assert match is not None and (match.line_start, match.line_end) == (LINE, LINE)
+
+
 # A troubleshooting page repeats its advice under each problem; the issue numbers differ.
 TROUBLE = f"""\
 # Troubleshooting

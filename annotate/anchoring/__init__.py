@@ -20,7 +20,7 @@ only the lines that changed.
 from __future__ import annotations
 
 from .index import Index, TextIndex
-from .matching import context_elsewhere, locate, locate_many
+from .matching import context_elsewhere, framed, locate, locate_many
 from .pageindex import PageIndex
 from .selectors import CONTEXT_LENGTH, Match, Selector, build_selector
 from .tuning import MIN_QUOTE_SIMILARITY
@@ -35,6 +35,7 @@ __all__ = [
     "TextIndex",
     "build_selector",
     "context_elsewhere",
+    "framed",
     "locate",
     "locate_many",
 ]

@@ -59,7 +59,7 @@ from .tuning import (
     WINDOW_SLACK,
 )
 
-__all__ = ["context_elsewhere", "locate", "locate_many"]
+__all__ = ["context_elsewhere", "framed", "locate", "locate_many"]
 
 
 class _Candidate(NamedTuple):
@@ -404,7 +404,24 @@ def _accepted(
     near = expected is None or any(
         at is not None and abs(ends[0] - at) <= FRAMED_REACH for at in (expected, query.start)
     )
-    frame = _framing(index.folded, query, *ends, near)
+    whole = _frames(index.folded, query, candidate, similarity, expected, near)
+    if whole is None:
+        return None
+    return candidate._replace(framed=whole and near)
+
+
+def _frames(
+    text: str,
+    query: Query,
+    candidate: _Candidate,
+    similarity: float,
+    expected: int | None,
+    near: bool,
+) -> bool | None:
+    """`_approximate`'s frame rules for `candidate`: `None` where they refuse it, else whether
+    a side of the stored context stands whole next to it."""
+    ends, size = (candidate.start, candidate.end), len(query.collapsed)
+    frame = _framing(text, query, *ends, near)
     if frame is None:
         return None
     whole = frame.count(WHOLE)
@@ -428,10 +445,30 @@ def _accepted(
         # with a word changed.
         return None
     if context_elsewhere(
-        index.folded, len(query.quote), query.prefix, query.suffix, query.start, *ends
-    ) or _frame_stands_elsewhere(index.folded, query, expected, *ends):
+        text, len(query.quote), query.prefix, query.suffix, query.start, *ends
+    ) or _frame_stands_elsewhere(text, query, expected, *ends):
         return None
-    return candidate._replace(framed=bool(whole) and near)
+    return bool(whole)
+
+
+def framed(text: str | Index, selector: Any, start: int, end: int) -> bool:
+    """Whether `text[start:end]`, a span found for the selector's quote by a rule of its own
+    (sourcemap's "one word changed near where it was"), is the quote's passage, edited, by what
+    frames it: the decision `locate` makes on its approximate matches (issue #26), the span's
+    likeness to the quote left to that rule. A look-alike whose stored context stands elsewhere
+    around other text (the passage rewritten past recognition, its one-word twin below) is not.
+    """
+    index = shared(text) if isinstance(text, str) else text
+    query = Query.of(Selector.coerce(selector))
+    if not 0 <= start < end <= len(index.text):
+        return False
+    # Likeness vouched for: every side of the context is compared, none required to agree.
+    candidate = _candidate(index, query, start, end, 1.0, "fuzzy", len(query.collapsed), True)
+    near = query.start is None or abs(start - query.start) <= FRAMED_REACH
+    return (
+        candidate is not None
+        and _frames(index.folded, query, candidate, 1.0, query.start, near) is not None
+    )
 
 
 def _frame_stands_elsewhere(
