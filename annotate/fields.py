@@ -7,7 +7,7 @@ of `Part`s, one per key of the object, each with its column. From these tables, 
 
 - `to_dict` of `models.Annotation`, `PageNote` and `Reply` (`Table.to_dict`), and of the objects
   the composites read as (`TextQuote`, `Source`, …: `Composite.to_dict`);
-- the row decoders `store._annotation`, `_page_note`, `_reply` (`Table.decoder`);
+- the row decoders `store.decode_annotation`, `decode_page_note`, `decode_reply` (`Table.decoder`);
 - the JSON SQLite writes for listings, `sqljson.ANNOTATION_JSON` (`Field.sql_expr`);
 - the OpenAPI schemas of answers and of create bodies (annotate/web/openapi.py);
 - the limits and the field sets of annotate/validation.py (`limit`, `input`, `editable`);

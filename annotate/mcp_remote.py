@@ -65,7 +65,7 @@ from .mcp_http import MCP_PATH
 from .mcp_server import MAX_LIST, SELECTIONS, serve_stdio
 from .mcp_tools import answering, text_result, to_json
 from .models import Annotation, PageNote, Reply, Summary, lean_item
-from .store import _annotation, _page_note, _reply
+from .store import decode_annotation, decode_page_note, decode_reply
 
 __all__ = ["Remote", "build_remote_server", "run_remote"]
 
@@ -119,7 +119,7 @@ def _columns(data: dict[str, Any]) -> _Row:
 
 def _replies(data: dict[str, Any]) -> tuple[Reply, ...]:
     return tuple(
-        _reply(_Row({col: r.get(key) for key, col in _PLAIN_REPLY}))
+        decode_reply(_Row({col: r.get(key) for key, col in _PLAIN_REPLY}))
         for r in data.get("replies") or ()
     )
 
@@ -196,9 +196,9 @@ class Checkout:
             if "type" not in data:
                 path = (data.get("source") or {}).get("path")
                 note = _Row({col: data.get(key) for key, col in _PLAIN_NOTE})
-                out.append(_page_note(note, _replies(data), path))
+                out.append(decode_page_note(note, _replies(data), path))
             else:
-                out.append(_annotation(_Row(_columns(data), **(moved or {})), _replies(data)))
+                out.append(decode_annotation(_Row(_columns(data), **(moved or {})), _replies(data)))
         return out
 
     def item(
@@ -217,7 +217,7 @@ class Checkout:
                 out.append(data)
                 continue
             row = _Row(_columns(data), **moved)
-            lean = lean_item(_annotation(row, _replies(data)))
+            lean = lean_item(decode_annotation(row, _replies(data)))
             if "originalSource" not in data:
                 # The server's lines are the original ones: they differ from the local ones
                 # only by the local edits, which are no change the reviewer saw.

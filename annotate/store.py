@@ -71,7 +71,18 @@ from .models import (
 )
 from .project import find_project
 
-__all__ = ["DEFAULT_DIR", "DEFAULT_FILE", "Store", "new_id", "now", "open", "project_db_path"]
+__all__ = [
+    "DEFAULT_DIR",
+    "DEFAULT_FILE",
+    "Store",
+    "decode_annotation",
+    "decode_page_note",
+    "decode_reply",
+    "new_id",
+    "now",
+    "open",
+    "project_db_path",
+]
 
 # SQLite's bound-variable limit is 32766 on current builds; stay far below it.
 IN_CHUNK = 500
@@ -388,9 +399,11 @@ class Store:
         if replies is None:
             replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
         if table == "annotations":
-            return [_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
+            return [decode_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
         files = self._page_files(conn, {r["page_url"] for r in rows})
-        return [_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows]
+        return [
+            decode_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows
+        ]
 
     def _page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
         """The Markdown file of each page, for page notes' `source`: the plugin's record, else
@@ -455,7 +468,7 @@ class Store:
 
         def load() -> Item:
             (row,) = rows()
-            return _annotation(row, tuple(_reply(r) for r in replies()))
+            return decode_annotation(row, tuple(decode_reply(r) for r in replies()))
 
         return load
 
@@ -620,7 +633,7 @@ class Store:
                 [*params, *window],
             )
         threads = _threads(replies())
-        listed = [_annotation(r, tuple(threads.get(r["id"], ()))) for r in notes()]
+        listed = [decode_annotation(r, tuple(threads.get(r["id"], ()))) for r in notes()]
         if not as_json:
             return listed
         # A database that does not write it (PostgreSQL): the same JSON from the objects.
@@ -1339,13 +1352,14 @@ class Store:
         with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
             replies = self._all_replies(conn)
             annotations = [
-                _annotation(r, tuple(replies.get(r["id"], ())))
+                decode_annotation(r, tuple(replies.get(r["id"], ())))
                 for r in self._query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
             ]
             rows = self._query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
             files = self._page_files(conn, {r["page_url"] for r in rows})
             notes = [
-                _page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows
+                decode_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]])
+                for r in rows
             ]
         return annotations, notes
 
@@ -1773,7 +1787,7 @@ def _threads(
     """Reply rows (in creation order) by the id of their note."""
     out = {} if out is None else out
     for r in rows:
-        out.setdefault(r["parent_id"], []).append(_reply(r))
+        out.setdefault(r["parent_id"], []).append(decode_reply(r))
     return out
 
 
@@ -1815,11 +1829,11 @@ _DECODING = {
     "PageSource": PageSource,
     "ElementSelector": ElementSelector,
 }
-_reply: Callable[[Row], Reply] = REPLY.decoder(Reply, _DECODING)
-_annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder(
+decode_reply: Callable[[Row], Reply] = REPLY.decoder(Reply, _DECODING)
+decode_annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder(
     Annotation, _DECODING
 )
-_page_note: Callable[[Row, tuple[Reply, ...], str | None], PageNote] = PAGE_NOTE.decoder(
+decode_page_note: Callable[[Row, tuple[Reply, ...], str | None], PageNote] = PAGE_NOTE.decoder(
     PageNote, _DECODING
 )
 _annotation_row: Callable[[Annotation], tuple[Any, ...]] = ANNOTATION.row_of()

@@ -10,13 +10,8 @@ from pathlib import Path
 import annotate
 
 ROOT = Path(annotate.__file__).parent
-# Private names of annotate/store.py the bridge (annotate/mcp_remote.py) still rebuilds notes
-# with: store.py is being split (issue #28, items 1-2), which makes them public. Only shrinks.
-KNOWN_PRIVATE = {
-    ("annotate.mcp_remote", "annotate.store", "_annotation"),
-    ("annotate.mcp_remote", "annotate.store", "_page_note"),
-    ("annotate.mcp_remote", "annotate.store", "_reply"),
-}
+# Private names one module still takes from another: none (only shrinks).
+KNOWN_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:
