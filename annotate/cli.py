@@ -66,6 +66,13 @@ def _created(db: str) -> None:
     )
 
 
+def _say_if_new(db: str | None) -> None:
+    """`_created` for a command that makes its store later (a server): said before it starts."""
+    missing = _missing_db(db)
+    if missing is not None:
+        _created(missing)
+
+
 class Ctx:
     """What every command needs: where the store is and how to print."""
 
@@ -809,8 +816,7 @@ def mcp(
             raise SystemExit(_fail("--token-file is only used with --remote URL"))
         from .compose import run
 
-        if _missing_db(db):
-            _created(str(db))  # made at the first tool call, by the server
+        _say_if_new(db)  # made at the first tool call, by the server
         run(project, db, pretty=pretty)
         return
     if db is not None or token_file is None:
@@ -1037,8 +1043,7 @@ def serve(
                 )
             )
         root = find_project(project)
-        if _missing_db(db):
-            _created(str(db))
+        _say_if_new(db)
         run(
             directory,
             project=root,
@@ -1093,8 +1098,7 @@ def proxy(
     from .devserver import run
 
     try:
-        if _missing_db(db):
-            _created(str(db))
+        _say_if_new(db)
         code = run(
             command,
             upstream_url=upstream,
