@@ -126,15 +126,20 @@ LINK_CONTEXT = {
 }
 
 
-def write_links(project: Path, text: str) -> Path:
-    (project / "mkdocs.yml").write_text("site_name: Links\nnav:\n  - links.md\n")
+def write_page(project: Path, site: str, name: str, text: str) -> Path:
+    """A one-page site `site` whose page `name` holds `text`, with a later mtime each write."""
+    (project / "mkdocs.yml").write_text(f"site_name: {site}\nnav:\n  - {name}\n")
     (project / "docs").mkdir(exist_ok=True)
-    page = project / "docs" / "links.md"
+    page = project / "docs" / name
     before = page.stat().st_mtime if page.exists() else None
     page.write_text(text)
     if before is not None:  # a new mtime even on a coarse file system
         os.utime(page, (before + 5, before + 5))
     return page
+
+
+def write_links(project: Path, text: str) -> Path:
+    return write_page(project, "Links", "links.md", text)
 
 
 @pytest.mark.parametrize("in_code", [True, False, None])
@@ -259,13 +264,7 @@ SCRIPT_LINE = "{%- for script in config.extra_javascript %}"
 
 
 def write_scripts(project: Path, text: str) -> None:
-    (project / "mkdocs.yml").write_text("site_name: Themes\nnav:\n  - scripts.md\n")
-    (project / "docs").mkdir(exist_ok=True)
-    page = project / "docs" / "scripts.md"
-    before = page.stat().st_mtime if page.exists() else None
-    page.write_text(text)
-    if before is not None:  # a new mtime even on a coarse file system
-        os.utime(page, (before + 5, before + 5))
+    write_page(project, "Themes", "scripts.md", text)
 
 
 @pytest.mark.parametrize("nth", [1, 2])

@@ -200,19 +200,23 @@ async def test_no_review_yet_over_stdio(project: Path) -> None:
     )
 
 
+# A raw client's `initialize`, the first line of every session written by hand.
+HELLO: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
 def test_nothing_but_protocol_on_stdout(project: Path) -> None:
     """Every line on stdout is a JSON-RPC message, errors and a corrupt store included."""
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        },
+        HELLO,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {
@@ -296,22 +300,12 @@ def test_a_key_twice_is_refused_not_the_last_one_run(project: Path) -> None:
     store = annotate.open(project)
     note = store.add_page_note({"pageUrl": "/", "note": "Keep it."})
     store.close()
-    hello: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
     forged = (
         '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_annotation",'
         '"name":"add_agent_reply","arguments":{"id":"' + note.id + '","message":"forged"}}}'
     )
     nan = '{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":NaN}}'
-    requests = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}, forged, nan]
+    requests = [HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"}, forged, nan]
     answers = _raw_session([ANNOTATE, "mcp", "--project", str(project)], requests, expect=3)
     by_id = {a["id"]: a for a in answers}
     assert by_id[2]["error"] == {
