@@ -15,15 +15,12 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
-import gc
 import json
 import os
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -32,7 +29,7 @@ import sqlite_utils
 from . import build as builds
 from . import pages, reconcile, sourcemap, urls
 from . import validation as validate
-from .backends import Backend, Connection, Rows, is_url, open_backend
+from .backends import Backend, Connection, is_url, open_backend
 from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
 from .errors import (
     AnnotationNotFound,
@@ -45,31 +42,43 @@ from .errors import (
     ReviewNotFound,
     ShowNotFound,
     StoreReadOnlyError,
-    Unauthorized,
     ValidationError,
 )
-from .fields import ANNOTATION, PAGE_NOTE, REPLY, SELECTION
+from .fields import ANNOTATION, PAGE_NOTE, SELECTION
 from .filters import Filter
-from .identity import Person, check, hash_token, new_token, parse_role, person_name, same_hash
+from .identity import Person, check
 from .models import (
     ANCHOR_STATES,
     STATUS_AFTER,
     STATUSES,
     Annotation,
     Build,
-    ElementSelector,
     HistoryEntry,
     PageNote,
-    PageSource,
     Reply,
     Review,
     Shown,
-    Source,
     Summary,
-    TextPosition,
-    TextQuote,
 )
+from .people import People
 from .project import find_project
+from .tables import (
+    IN_CHUNK,
+    LABELS,
+    Item,
+    ItemTable,
+    Row,
+    Tables,
+    ago,
+    decode_annotation,
+    decode_page_note,
+    decode_reply,
+    kind_of,
+    new_id,
+    pause_gc,
+    threads,
+    who,
+)
 
 __all__ = [
     "DEFAULT_DIR",
@@ -81,11 +90,10 @@ __all__ = [
     "new_id",
     "now",
     "open",
+    "pause_gc",
     "project_db_path",
 ]
 
-# SQLite's bound-variable limit is 32766 on current builds; stay far below it.
-IN_CHUNK = 500
 SOURCE_COLUMNS = (
     "source_file",
     "source_mtime",
@@ -131,17 +139,6 @@ CLOSEST_PAGES = 3
 # What `_reading` reconciles: no annotation (page notes, reviews without notes), or all of them.
 NO_ANNOTATIONS = None
 ALL_ANNOTATIONS = "SELECT * FROM annotations"
-
-Item = Annotation | PageNote
-Row = Mapping[str, Any]
-# The tables of the two kinds of item: `_objects` and `_load` answer each one's class.
-ItemTable = Literal["annotations", "page_notes"]
-LABELS = {"annotations": "Annotation", "page_notes": "Page note"}
-KINDS: dict[str, ItemTable] = {"annotation": "annotations", "page_note": "page_notes"}
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(5)}"
 
 
 def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
@@ -212,6 +209,9 @@ class Store:
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+        # The nouns beside the notes, each over the same backend (docs/architecture.md).
+        self._tables = Tables(self._file)
+        self.people = People(self._file)
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -342,7 +342,7 @@ class Store:
             which.append("source_file IS NULL")
         if moved:
             which.append(f"({behind})")
-        return self._query(
+        return self._tables.query(
             conn,
             f"SELECT * {live} AND ({' OR '.join(which)})",
             [*params, *files, *(behind_params if moved else [])],
@@ -353,14 +353,14 @@ class Store:
         for i in range(0, len(ids), IN_CHUNK):
             chunk = ids[i : i + IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            rows = self._query(
+            rows = self._tables.query(
                 conn, f"SELECT * FROM replies WHERE parent_id IN ({marks}) ORDER BY rowid", chunk
             )
-            _threads(rows, out)  # adds to `out`
+            threads(rows, out)  # adds to `out`
         return out
 
     def _all_replies(self, conn: Connection) -> dict[str, list[Reply]]:
-        return _threads(self._query(conn, "SELECT * FROM replies ORDER BY rowid"))
+        return threads(self._tables.query(conn, "SELECT * FROM replies ORDER BY rowid"))
 
     @overload
     def _objects(
@@ -423,24 +423,6 @@ class Store:
             found[url] = pages.resolve_page(self.project_dir, url)
         return found
 
-    def _row(self, conn: Connection, table: str, id: str) -> Row | None:
-        if not validate.is_valid_id(id):
-            return None
-        found = self._query(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
-        return found[0] if found else None
-
-    def _find(self, conn: Connection, id: str, kind: str | None = None) -> tuple[ItemTable, Row]:
-        """The annotation or page note with this id (only that `kind` when given, "annotation"
-        or "page_note"), with the reference's not-found message."""
-        tables: tuple[ItemTable, ...] = (
-            ("annotations", "page_notes") if kind is None else (KINDS[kind],)
-        )
-        for table in tables:
-            row = self._row(conn, table, id)
-            if row is not None:
-                return table, row
-        raise PageNoteNotFound(id) if kind == "page_note" else AnnotationNotFound(id)
-
     @overload
     def _loading(
         self, conn: Connection, table: Literal["annotations"], id: str
@@ -458,12 +440,12 @@ class Store:
         """Send the reads of item `id` and its replies together; the function returned makes
         the object, also after the transaction (a write verb's answer then comes with its
         commit on PostgreSQL, one round trip for both)."""
-        rows = self._send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
-        replies = self._send(
+        rows = self._tables.send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
+        replies = self._tables.send(
             conn, "SELECT * FROM replies WHERE parent_id = ? ORDER BY rowid", (id,)
         )
         if table == "page_notes":  # its Markdown file is one more read, from its row
-            note = self._objects(conn, table, rows(), _threads(replies()))[0]
+            note = self._objects(conn, table, rows(), threads(replies()))[0]
             return lambda: note
 
         def load() -> Item:
@@ -472,38 +454,12 @@ class Store:
 
         return load
 
-    def _record(
-        self,
-        conn: Connection,
-        kind: str,
-        id: str,
-        action: str,
-        page_url: str | None,
-        author: str | None = None,
-    ) -> None:
-        # `author`: who made the change, in team mode (docs/team.md); the feed does not show it.
-        conn.execute(
-            "INSERT INTO changes (at, kind, item_id, action, page_url, author) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (now(), kind, id, action, page_url, author),
-        )
-        self._file.notify(conn)
-
-    def _update(self, conn: Connection, table: str, id: str, values: Mapping[str, Any]) -> None:
-        sets = ", ".join(f"{k} = ?" for k in values)
-        conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), id))
-
     def _build_columns(self) -> dict[str, Any]:
         """The columns of a new note that say which build it was made on (`self.build`)."""
         build = self.build
         if build is None:
             return {}
         return {"build_branch": build.branch, "build_commit": build.commit}
-
-    def _insert(self, conn: Connection, table: str, values: Mapping[str, Any]) -> None:
-        cols = ", ".join(values)
-        marks = ", ".join("?" * len(values))
-        conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(values.values()))
 
     # -- annotations --------------------------------------------------------------------------
 
@@ -537,8 +493,8 @@ class Store:
             # What the reviewer saw: the change since then is shown once the note is addressed.
             row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
         with self._tx(write=True) as conn:
-            self._insert(conn, "annotations", row)
-            self._record(conn, "annotation", row["id"], "created", row["page_url"], _who(by))
+            self._tables.insert(conn, "annotations", row)
+            self._tables.record(conn, "annotation", row["id"], "created", row["page_url"], who(by))
             loaded = self._loading(conn, "annotations", row["id"])
         return loaded()
 
@@ -546,7 +502,7 @@ class Store:
         """The annotation (or page note) with this id, as the MCP tool `get_annotation` gives it."""
         valid = validate.is_valid_id(id)
         with self._reading(ALL_ANNOTATIONS + " WHERE id = ?" if valid else None, [id]) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._tables.find(conn, id)
             return self._objects(conn, table, [row])[0]
 
     @overload
@@ -626,14 +582,14 @@ class Store:
                 if page
                 else f"SELECT id FROM annotations WHERE {where}"
             )
-            notes = self._send(conn, ordered, [*params, *window])
-            replies = self._send(
+            notes = self._tables.send(conn, ordered, [*params, *window])
+            replies = self._tables.send(
                 conn,
                 f"SELECT * FROM replies WHERE parent_id IN ({ids}) ORDER BY rowid",
                 [*params, *window],
             )
-        threads = _threads(replies())
-        listed = [decode_annotation(r, tuple(threads.get(r["id"], ()))) for r in notes()]
+        by_note = threads(replies())
+        listed = [decode_annotation(r, tuple(by_note.get(r["id"], ()))) for r in notes()]
         if not as_json:
             return listed
         # A database that does not write it (PostgreSQL): the same JSON from the objects.
@@ -645,14 +601,14 @@ class Store:
         """Change the reviewer's note, intent, suggestion or page title (`by`: only its author
         or a maintainer, in team mode)."""
         with self._tx(write=True) as conn:
-            row = self._row(conn, "annotations", id)
+            row = self._tables.row(conn, "annotations", id)
             if row is None:
                 raise AnnotationNotFound(id)
             check(by, "edit", f'annotation "{id}"', row["author"])
             values = validate.annotation_changes(row["intent"], row["suggestion"], changes)
             values["updated_at"] = now()
-            self._update(conn, "annotations", id, values)
-            self._record(conn, "annotation", id, "edited", row["page_url"], _who(by))
+            self._tables.update(conn, "annotations", id, values)
+            self._tables.record(conn, "annotation", id, "edited", row["page_url"], who(by))
             loaded = self._loading(conn, "annotations", id)
         return loaded()
 
@@ -662,16 +618,16 @@ class Store:
         """Record the text the agent put in place of the quote, and locate the note by it."""
         text = _replaced(replaced_text)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
+            table, row = self._tables.find(conn, id)
             if table != "annotations" or row["type"] != "text":
                 raise NotATextAnnotation()
             _refuse_resolved(table, row, "update the target")
             values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
             moved = self._locate(row, values, force=True)
-            self._update(conn, table, id, values)
-            self._record(conn, "annotation", id, "target_updated", row["page_url"], _who(by))
+            self._tables.update(conn, table, id, values)
+            self._tables.record(conn, "annotation", id, "target_updated", row["page_url"], who(by))
             if moved:
-                self._record(conn, "annotation", id, "anchor", row["page_url"])
+                self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
             loaded = self._loading(conn, table, id)
         return loaded()
 
@@ -831,7 +787,7 @@ class Store:
                      row["source_mtime"], row["quote_exact"]),
                 )  # fmt: skip
                 if cur.rowcount and reconcile.changed(row, values):
-                    self._record(conn, "annotation", id, "anchor", row["page_url"])
+                    self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
         return len(updates)
 
     def _locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
@@ -855,7 +811,7 @@ class Store:
     def reconcile(self, *, force: bool = False) -> int:
         """Check every annotation against its Markdown file now; return how many were updated."""
         with self._tx(write=False) as conn:
-            rows = self._query(conn, ALL_ANNOTATIONS)
+            rows = self._tables.query(conn, ALL_ANNOTATIONS)
         return self._reconcile(rows, force=force)
 
     # -- page URLs (annotate/urls.py) ------------------------------------------------------
@@ -929,11 +885,11 @@ class Store:
     ) -> Item:
         """open/addressed → in_progress (the agent started); a no-op when already in progress."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id, kind)
+            table, row = self._tables.find(conn, id, kind)
             _refuse_resolved(table, row, "start work")
             if row["status"] != "in_progress":
                 stamp = now()
-                self._update(
+                self._tables.update(
                     conn,
                     table,
                     id,
@@ -944,7 +900,9 @@ class Store:
                         "updated_at": stamp,
                     },
                 )
-                self._record(conn, _kind(table), id, "in_progress", row["page_url"], _who(by))
+                self._tables.record(
+                    conn, kind_of(table), id, "in_progress", row["page_url"], who(by)
+                )
                 self._settle_review(conn, row["review_id"])
             loaded = self._loading(conn, table, id)
         return loaded()
@@ -978,7 +936,7 @@ class Store:
         if message is not None:
             _reply_text(message)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id, kind)
+            table, row = self._tables.find(conn, id, kind)
             if text is not None and (table != "annotations" or row["type"] != "text"):
                 raise NotATextAnnotation()
             if deleted and table != "annotations":
@@ -1003,12 +961,12 @@ class Store:
             if deleted:
                 values.update(anchor_state="removed", anchor_score=None)
             moved = table == "annotations" and self._locate(row, values, force=retarget)
-            self._update(conn, table, id, values)
+            self._tables.update(conn, table, id, values)
             if message is not None:
-                self._insert_reply(conn, id, "agent", message, stamp, _who(by))
-            self._record(conn, _kind(table), id, "addressed", row["page_url"], _who(by))
+                self._insert_reply(conn, id, "agent", message, stamp, who(by))
+            self._tables.record(conn, kind_of(table), id, "addressed", row["page_url"], who(by))
             if moved:
-                self._record(conn, "annotation", id, "anchor", row["page_url"])
+                self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
             self._settle_review(conn, row["review_id"])
             loaded = self._loading(conn, table, id)
         return loaded()
@@ -1034,11 +992,11 @@ class Store:
         _reply_text(message)
         author = validate.text(author, "author", validate.MAX_AUTHOR) or None
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id, kind)
+            table, row = self._tables.find(conn, id, kind)
             stamp = now()
             self._insert_reply(conn, id, role, message, stamp, author)
-            self._update(conn, table, id, {"updated_at": stamp})
-            self._record(conn, _kind(table), id, f"{role}_reply", row["page_url"], _who(by))
+            self._tables.update(conn, table, id, {"updated_at": stamp})
+            self._tables.record(conn, kind_of(table), id, f"{role}_reply", row["page_url"], who(by))
             loaded = self._loading(conn, table, id)
         return loaded()
 
@@ -1051,7 +1009,7 @@ class Store:
         stamp: str,
         author: str | None = None,
     ) -> None:
-        self._insert(
+        self._tables.insert(
             conn,
             "replies",
             {
@@ -1083,7 +1041,7 @@ class Store:
             conn.execute("UPDATE reviews SET done_at = NULL WHERE id = ?", (review_id,))
         elif not waiting and done_at is None:
             conn.execute("UPDATE reviews SET done_at = ? WHERE id = ?", (now(), review_id))
-            self._record(conn, "review", review_id, "done", None)
+            self._tables.record(conn, "review", review_id, "done", None)
 
     def add_agent_reply(self, id: str, message: str, *, by: Person | None = None) -> Item:
         """A reply with role `agent`, explaining what was done."""
@@ -1093,15 +1051,15 @@ class Store:
         """The reviewer is satisfied: → resolved (kept, out of default listings, until purged).
         `by`: never an agent (team mode)."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id, kind)
+            table, row = self._tables.find(conn, id, kind)
             check(by, "accept", f'{LABELS[table].lower()} "{id}"')
             if row["status"] == "resolved":
                 raise InvalidTransition(f'{LABELS[table]} "{id}" is already resolved')
             stamp = now()
-            self._update(
+            self._tables.update(
                 conn, table, id, {"status": "resolved", "resolved_at": stamp, "updated_at": stamp}
             )
-            self._record(conn, _kind(table), id, "resolved", row["page_url"], _who(by))
+            self._tables.record(conn, kind_of(table), id, "resolved", row["page_url"], who(by))
             self._settle_review(conn, row["review_id"])
             loaded = self._loading(conn, table, id)
         return loaded()
@@ -1124,7 +1082,7 @@ class Store:
         if note is not None:
             validate.text(note, "note", validate.MAX_REPLY)
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id, kind)
+            table, row = self._tables.find(conn, id, kind)
             if row["status"] not in ("addressed", "resolved"):
                 state = row["status"].replace("_", " ")
                 raise InvalidTransition(
@@ -1145,16 +1103,16 @@ class Store:
                 values.update(anchor_state="stale", source_mtime=None)
             follow_up = bool(note and note.strip())
             if follow_up:
-                previous = self._row(conn, "reviews", row["review_id"] or "")
+                previous = self._tables.row(conn, "reviews", row["review_id"] or "")
                 mode = previous["mode"] if previous else "edit"
                 values["review_id"] = self._insert_review(
-                    conn, {"mode": mode, "message": "", "author": _who(by)}, stamp, _who(by)
+                    conn, {"mode": mode, "message": "", "author": who(by)}, stamp, who(by)
                 )
-            self._update(conn, table, id, values)
+            self._tables.update(conn, table, id, values)
             if follow_up:
                 assert note is not None
-                self._insert_reply(conn, id, "reviewer", note, stamp, _who(by))
-            self._record(conn, _kind(table), id, "reopened", row["page_url"], _who(by))
+                self._insert_reply(conn, id, "reviewer", note, stamp, who(by))
+            self._tables.record(conn, kind_of(table), id, "reopened", row["page_url"], who(by))
             loaded = self._loading(conn, table, id)
         return loaded()
 
@@ -1163,16 +1121,16 @@ class Store:
         "page_note") refuses an id of the other kind, as not found. `by`: only its author or a
         maintainer (team mode)."""
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id, kind)
+            table, row = self._tables.find(conn, id, kind)
             check(by, "delete", f'{LABELS[table].lower()} "{id}"', row["author"])
-            self._delete_row(conn, table, row, _who(by))
+            self._delete_row(conn, table, row, who(by))
 
     def _delete_row(
         self, conn: Connection, table: str, row: Row, author: str | None = None
     ) -> None:
         conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
         conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
-        self._record(conn, _kind(table), row["id"], "deleted", row["page_url"], author)
+        self._tables.record(conn, kind_of(table), row["id"], "deleted", row["page_url"], author)
         self._settle_review(conn, row["review_id"])
 
     # -- page notes ---------------------------------------------------------------------------
@@ -1192,14 +1150,14 @@ class Store:
             **self._build_columns(),
         }
         with self._tx(write=True) as conn:
-            self._insert(conn, "page_notes", row)
-            self._record(conn, "page_note", row["id"], "created", row["page_url"], _who(by))
+            self._tables.insert(conn, "page_notes", row)
+            self._tables.record(conn, "page_note", row["id"], "created", row["page_url"], who(by))
             loaded = self._loading(conn, "page_notes", row["id"])
         return loaded()
 
     def get_page_note(self, id: str) -> PageNote:
         with self._tx(write=False) as conn:
-            _, row = self._find(conn, id, "page_note")
+            _, row = self._tables.find(conn, id, "page_note")
             return self._objects(conn, "page_notes", [row])[0]
 
     def list_page_notes(
@@ -1219,7 +1177,7 @@ class Store:
         )
         where, params = found.where()
         with self._tx(write=False) as conn:
-            rows = self._query(
+            rows = self._tables.query(
                 conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params
             )
             return self._objects(conn, "page_notes", rows)
@@ -1229,13 +1187,13 @@ class Store:
     ) -> PageNote:
         values = validate.page_note_changes(changes)
         with self._tx(write=True) as conn:
-            row = self._row(conn, "page_notes", id)
+            row = self._tables.row(conn, "page_notes", id)
             if row is None:
                 raise PageNoteNotFound(id)
             check(by, "edit", f'page note "{id}"', row["author"])
             values["updated_at"] = now()
-            self._update(conn, "page_notes", id, values)
-            self._record(conn, "page_note", id, "edited", row["page_url"], _who(by))
+            self._tables.update(conn, "page_notes", id, values)
+            self._tables.record(conn, "page_note", id, "edited", row["page_url"], who(by))
             loaded = self._loading(conn, "page_notes", id)
         return loaded()
 
@@ -1256,7 +1214,7 @@ class Store:
             fields["author"] = by.name
         stamp = now()
         with self._tx(write=True) as conn:
-            id = self._insert_review(conn, fields, stamp, _who(by))
+            id = self._insert_review(conn, fields, stamp, who(by))
             if ids is None:
                 taken = 0
                 for table in ("annotations", "page_notes"):
@@ -1272,7 +1230,7 @@ class Store:
                     )
             else:
                 for note_id in ids:
-                    table, row = self._find(conn, note_id)
+                    table, row = self._tables.find(conn, note_id)
                     _refuse_resolved(table, row, "send it to the agent")
                     conn.execute(f"UPDATE {table} SET review_id = ? WHERE id = ?", (id, note_id))
                     self._settle_review(conn, row["review_id"])  # the review it left
@@ -1286,8 +1244,8 @@ class Store:
         author: str | None = None,
     ) -> str:
         id = new_id("rv")
-        self._insert(conn, "reviews", {"id": id, **fields, "created_at": stamp})
-        self._record(conn, "review", id, "created", None, author)
+        self._tables.insert(conn, "reviews", {"id": id, **fields, "created_at": stamp})
+        self._tables.record(conn, "review", id, "created", None, author)
         return id
 
     def get_review(self, id: str) -> Review:
@@ -1309,25 +1267,25 @@ class Store:
         `token`: the caller's personal token, checked in the same transaction (`Unauthorized`
         once revoked: a revoked agent takes no review, issue #32)."""
         with self._tx(write=True) as conn:
-            _check_live(conn, token)
+            self.people.check_live(conn, token)
             row = conn.execute(
                 "SELECT id FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL "
                 "ORDER BY rowid LIMIT 1"
             ).fetchone()
             if row is None:
                 return None
-            self._update(conn, "reviews", row["id"], {"picked_up_at": now()})
-            self._record(conn, "review", row["id"], "picked_up", None)
+            self._tables.update(conn, "reviews", row["id"], {"picked_up_at": now()})
+            self._tables.record(conn, "review", row["id"], "picked_up", None)
         return self.get_review(row["id"])
 
     def _review(self, conn: Connection, id: str) -> Review:
-        row = self._row(conn, "reviews", id)
+        row = self._tables.row(conn, "reviews", id)
         if row is None:
             raise ReviewNotFound(id)
-        annotations = self._query(
+        annotations = self._tables.query(
             conn, "SELECT * FROM annotations WHERE review_id = ? ORDER BY rowid", (id,)
         )
-        notes = self._query(
+        notes = self._tables.query(
             conn, "SELECT * FROM page_notes WHERE review_id = ? ORDER BY rowid", (id,)
         )
         return Review(
@@ -1353,9 +1311,11 @@ class Store:
             replies = self._all_replies(conn)
             annotations = [
                 decode_annotation(r, tuple(replies.get(r["id"], ())))
-                for r in self._query(conn, f"SELECT * FROM annotations{where} ORDER BY rowid")
+                for r in self._tables.query(
+                    conn, f"SELECT * FROM annotations{where} ORDER BY rowid"
+                )
             ]
-            rows = self._query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
+            rows = self._tables.query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
             files = self._page_files(conn, {r["page_url"] for r in rows})
             notes = [
                 decode_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]])
@@ -1456,20 +1416,20 @@ class Store:
                 )
                 total += conn.execute(f"DELETE FROM {table} WHERE status = 'resolved'").rowcount
             if total:
-                self._record(conn, "store", "*", "purged", None)
+                self._tables.record(conn, "store", "*", "purged", None)
             return total
 
     def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
         """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
         with self._tx(write=False) as conn:
             # Both sent at once (the cursor when nothing came): one round trip on PostgreSQL.
-            sent = self._send_tuples(
+            sent = self._tables.send_tuples(
                 conn,
                 "SELECT seq, at, kind, item_id, action, page_url FROM changes WHERE seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (since, limit),
             )
-            top = self._send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
+            top = self._tables.send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
         _, rows = sent()
         if rows:
             cursor = rows[-1][0]
@@ -1486,11 +1446,11 @@ class Store:
         """The change rows of an annotation or page note (only that `kind` when given), oldest
         first: who started, addressed, accepted, reopened, edited or replied to it, and when."""
         with self._tx(write=False) as conn:
-            table, _ = self._find(conn, id, kind)
+            table, _ = self._tables.find(conn, id, kind)
             rows = conn.execute(
                 "SELECT at, action, author FROM changes WHERE kind = ? AND item_id = ? "
                 "ORDER BY seq",
-                (_kind(table), id),
+                (kind_of(table), id),
             ).fetchall()
         return [
             HistoryEntry(at, action, author, STATUS_AFTER.get(action))
@@ -1511,9 +1471,9 @@ class Store:
         ):
             raise ValidationError(f"wait must be 0 to {MAX_SHOW_WAIT_S:g} seconds", "wait")
         with self._tx(write=True) as conn:
-            table, row = self._find(conn, id)
-            conn.execute("DELETE FROM shown WHERE at < ?", (_ago(SHOWN_KEPT_S),))
-            self._record(conn, _kind(table), id, "show", row["page_url"])
+            table, row = self._tables.find(conn, id)
+            conn.execute("DELETE FROM shown WHERE at < ?", (ago(SHOWN_KEPT_S),))
+            self._tables.record(conn, kind_of(table), id, "show", row["page_url"])
             seq = conn.execute(
                 "SELECT max(seq) FROM changes WHERE item_id = ? AND action = 'show'", (id,)
             ).fetchone()[0]
@@ -1600,71 +1560,28 @@ class Store:
                     counts[key] += 1
                     if table in ("annotations", "page_notes"):
                         inserted.add(row["id"])
-                        self._record(conn, _kind(table), row["id"], "imported", row["page_url"])
+                        self._tables.record(
+                            conn, kind_of(table), row["id"], "imported", row["page_url"]
+                        )
         return counts
 
     # -- people: personal tokens of team mode (annotate/identity.py, docs/team.md) -------------
 
     def add_token(self, name: str, role: str = "reviewer") -> str:
-        """A new personal token for `name` with `role` (reviewer, agent or maintainer): returned
-        once, stored as its SHA-256 only. A name with a live token is refused (revoke it first);
-        a revoked one gets a new token."""
-        name = person_name(name)
-        role = parse_role(role)
-        token = new_token()
-        with self._tx(write=True) as conn:
-            cur = conn.execute(
-                "INSERT INTO tokens (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET role = excluded.role, token_hash = "
-                "excluded.token_hash, created_at = excluded.created_at, revoked_at = NULL "
-                "WHERE tokens.revoked_at IS NOT NULL",
-                (name, role, hash_token(token), now()),
-            )
-            if not cur.rowcount:
-                raise ValidationError(
-                    f"{name!r} already has a token; revoke it first (annotate token revoke)",
-                    "name",
-                )
-        return token
+        """`People.add_token`: a new personal token for `name`, returned once."""
+        return self.people.add_token(name, role)
 
     def list_tokens(self) -> list[dict[str, Any]]:
-        """Every personal token by name: `{name, role, createdAt, revokedAt}` (never the token)."""
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                "SELECT name, role, created_at, revoked_at FROM tokens ORDER BY name"
-            ).fetchall()
-        return [{"name": r[0], "role": r[1], "createdAt": r[2], "revokedAt": r[3]} for r in rows]
+        """`People.list_tokens`: every personal token by name (never the token)."""
+        return self.people.list_tokens()
 
     def revoke_token(self, name: str) -> None:
-        """Revoke `name`'s token: every request carrying it is refused from now on."""
-        name = person_name(name)
-        with self._tx(write=True) as conn:
-            cur = conn.execute(
-                "UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
-                (now(), name),
-            )
-            if not cur.rowcount:
-                raise ValidationError(f"{name!r} has no live token", "name")
+        """`People.revoke_token`: refuse `name`'s token from now on."""
+        self.people.revoke_token(name)
 
     def person_for_token(self, token: str) -> Person | None:
-        """The person whose live token this is, else None."""
-        if not isinstance(token, str) or not token:
-            return None
-        digest = hash_token(token)
-        # One statement, so no transaction around it: team mode asks on every request, and on
-        # PostgreSQL BEGIN and COMMIT would be two more round trips (`Backend.connection`).
-        row = (
-            self._file.connection()
-            .execute(
-                "SELECT name, role, token_hash FROM tokens WHERE token_hash = ? "
-                "AND revoked_at IS NULL",
-                (digest,),
-            )
-            .fetchone()
-        )
-        if row is None or not same_hash(row[2], digest):
-            return None
-        return Person(row[0], parse_role(row[1]))
+        """`People.person_for_token`: the person whose live token this is, else None."""
+        return self.people.person_for_token(token)
 
     # -- the agent's side (issue #7) ----------------------------------------------------------
 
@@ -1704,7 +1621,7 @@ class Store:
         while not stop.is_set():
             woken.clear()
             with self._tx(write=False) as conn:
-                _check_live(conn, token)
+                self.people.check_live(conn, token)
                 pending = conn.execute(
                     "SELECT 1 FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL LIMIT 1"
                 ).fetchone()
@@ -1717,86 +1634,8 @@ class Store:
 
     # -- reads through the backend (the deferred read, annotate/backends/interface.py) --------
 
-    def _query(
-        self, conn: Connection, sql: str, params: Iterable[Any] = ()
-    ) -> list[dict[str, Any]]:
-        """Rows as dicts: Row looks names up by a linear, case-insensitive scan, which costs
-        more than building the whole object on wide rows (measured: export of 100k notes)."""
-        return self._send(conn, sql, params)()
-
-    def _send(
-        self, conn: Connection, sql: str, params: Iterable[Any] = ()
-    ) -> Callable[[], list[dict[str, Any]]]:
-        """Send a query now; the function returned gives its rows as `_query` does, also after
-        the transaction (`Backend.send`: on PostgreSQL queries sent one after another share one
-        round trip, and those read after the transaction arrive with its commit)."""
-        sent = self._send_tuples(conn, sql, params)
-
-        def rows() -> list[dict[str, Any]]:
-            names, tuples = sent()
-            return [dict(zip(names, t, strict=True)) for t in tuples]
-
-        return rows
-
-    def _send_tuples(
-        self, conn: Connection, sql: str, params: Iterable[Any] = ()
-    ) -> Callable[[], Rows]:
-        """`_send` giving the column names and the rows as plain tuples (no dict per row)."""
-        return self._file.send(conn, sql, tuple(params))
-
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def _check_live(conn: Connection, token: str | None) -> None:
-    """`Unauthorized` unless `token` (when given) is a live personal token."""
-    if token is None:
-        return
-    row = conn.execute(
-        "SELECT 1 FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (hash_token(token),)
-    ).fetchone()
-    if row is None:
-        raise Unauthorized("Unknown or revoked token")
-
-
-@contextlib.contextmanager
-def pause_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many acyclic objects.
-
-    Each collection walks every live object, and building 100k annotations triggers dozens of
-    them (benchmarks/store.py, "export markdown (all)", measures the export).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _ago(seconds: float) -> str:
-    """The time `seconds` ago, written as `now()` writes it (so the two compare as text)."""
-    then = datetime.now(timezone.utc) - timedelta(seconds=seconds)
-    return then.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _threads(
-    rows: Iterable[Row], out: dict[str, list[Reply]] | None = None
-) -> dict[str, list[Reply]]:
-    """Reply rows (in creation order) by the id of their note."""
-    out = {} if out is None else out
-    for r in rows:
-        out.setdefault(r["parent_id"], []).append(decode_reply(r))
-    return out
-
-
-def _who(by: Person | None) -> str | None:
-    return None if by is None else by.name
-
-
-def _kind(table: str) -> str:
-    return "annotation" if table == "annotations" else "page_note"
 
 
 def _reply_text(message: Any) -> str:
@@ -1820,21 +1659,5 @@ def _refuse_resolved(table: str, row: Row, action: str) -> None:
         )
 
 
-# Rows to objects, generated from the field table (annotate/fields.py): one constructor call each.
-_DECODING = {
-    "Build": Build,
-    "TextQuote": TextQuote,
-    "TextPosition": TextPosition,
-    "Source": Source,
-    "PageSource": PageSource,
-    "ElementSelector": ElementSelector,
-}
-decode_reply: Callable[[Row], Reply] = REPLY.decoder(Reply, _DECODING)
-decode_annotation: Callable[[Row, tuple[Reply, ...]], Annotation] = ANNOTATION.decoder(
-    Annotation, _DECODING
-)
-decode_page_note: Callable[[Row, tuple[Reply, ...], str | None], PageNote] = PAGE_NOTE.decoder(
-    PageNote, _DECODING
-)
 _annotation_row: Callable[[Annotation], tuple[Any, ...]] = ANNOTATION.row_of()
 _page_note_row: Callable[[PageNote], tuple[Any, ...]] = PAGE_NOTE.row_of()

@@ -20,7 +20,8 @@ import annotate
 from annotate.cli import cli
 from annotate.compose import build_server
 from annotate.errors import AnnotationNotFound, ShowNotFound, ValidationError
-from annotate.store import SHOWN_KEPT_S, Store, _ago
+from annotate.store import SHOWN_KEPT_S, Store
+from annotate.tables import ago
 from annotate.web import create_app
 
 from .conftest import text_note, write_project
@@ -168,7 +169,7 @@ def test_old_acknowledgements_are_pruned(store: Store) -> None:
     store.acknowledge_show(seq, "recent")
     store.acknowledge_show(seq, "old")
     with store._tx(write=True) as conn:
-        conn.execute("UPDATE shown SET at = ? WHERE viewer = 'old'", (_ago(SHOWN_KEPT_S + 60),))
+        conn.execute("UPDATE shown SET at = ? WHERE viewer = 'old'", (ago(SHOWN_KEPT_S + 60),))
     store.show_annotation(a.id, wait=0)  # each show prunes
     with store._tx(write=False) as conn:
         left = [r[0] for r in conn.execute("SELECT viewer FROM shown")]
