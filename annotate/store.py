@@ -6,28 +6,32 @@ transaction, so an object and its replies always come from the same committed st
 database, its connections and transactions are a backend's (annotate/backends/).
 
 A text note's `source` follows its Markdown file (`annotate/reconcile.py`): every read path starts
-by reconciling the notes it is about to read whose file changed (`_reading`), and a verb that
-moves a note's target locates it again inside its own write transaction (`_locate`).
+by reconciling the notes it is about to read whose file changed (`Sources.reading`), and a verb
+that moves a note's target locates it again inside its own write transaction (`Sources.locate`).
+
+`Store` keeps the notes and their lifecycle; each other noun is a small class over the same
+backend, reached from the store and through the same calls as before: `store.people` (personal
+tokens), `store.sources` (Markdown files, page URLs), `store.feed` (the change feed, history),
+`store.shows` (pointing a view at a note), `store.reviews` ("Send to agent", the agent's wait),
+`store.bulk` (every note at once: export, summary, purge, import). docs/architecture.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import difflib
-import functools
 import json
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
 import sqlite_utils
 
 from . import build as builds
-from . import pages, reconcile, sourcemap, urls
+from . import reconcile
 from . import validation as validate
 from .backends import Backend, Connection, is_url, open_backend
 from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
@@ -41,12 +45,12 @@ from .errors import (
     ProjectNotFound,
     ReviewNotFound,
     ShowNotFound,
-    StoreReadOnlyError,
     ValidationError,
 )
 from .fields import ANNOTATION, PAGE_NOTE, SELECTION
 from .filters import Filter
 from .identity import Person, check
+from .items import Items
 from .models import (
     ANCHOR_STATES,
     STATUS_AFTER,
@@ -55,18 +59,17 @@ from .models import (
     Build,
     HistoryEntry,
     PageNote,
-    Reply,
     Review,
     Shown,
     Summary,
 )
 from .people import People
 from .project import find_project
+from .sources import ALL_ANNOTATIONS, Sources
 from .tables import (
     IN_CHUNK,
     LABELS,
     Item,
-    ItemTable,
     Row,
     Tables,
     ago,
@@ -134,11 +137,6 @@ NO_PASSAGE = {
     "orphaned": "Its Markdown file is gone: a view that does not find the quote on the page "
     "shows the note in its panel.",
 }
-# How many pages with notes a filter that matches none names.
-CLOSEST_PAGES = 3
-# What `_reading` reconciles: no annotation (page notes, reviews without notes), or all of them.
-NO_ANNOTATIONS = None
-ALL_ANNOTATIONS = "SELECT * FROM annotations"
 
 
 def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
@@ -207,11 +205,11 @@ class Store:
         self.build_source: builds.BuildSource = build
         self._project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
-        # Markdown path -> mtime when `prepare_page` last parsed it.
-        self._prepared: dict[str, float] = {}
         # The nouns beside the notes, each over the same backend (docs/architecture.md).
         self._tables = Tables(self._file)
         self.people = People(self._file)
+        self.sources = Sources(self._file, self)
+        self._items = Items(self._file, self.sources)
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -284,176 +282,6 @@ class Store:
         Only a wake-up, never the truth (`changes` is); SQLite never calls it (readers poll)."""
         return self._file.subscribe(callback)
 
-    # -- reading: the reconciliation step, rows into objects ------------------------------
-
-    @contextlib.contextmanager
-    def _reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
-        """A read transaction in which the annotations `scope` selects (a `SELECT * FROM
-        annotations …`, or None for none) are up to date with their Markdown files.
-
-        The reconciliation step at the top of every read path: one grouped query gives each file
-        and the mtime recorded for it, and a file whose mtime on disk is the recorded one needs
-        nothing, so an unchanged store costs a `stat` per file and the read goes on in the same
-        transaction. Notes whose file changed are located again and written first (outside any
-        write lock while their Markdown is read), then read in a new transaction.
-        """
-        if scope is not None and self.outside is None:
-            with self._tx(write=False) as conn:
-                stale = self._stale(conn, scope, params)
-                if not stale:
-                    yield conn
-                    return
-            with contextlib.suppress(StoreReadOnlyError):
-                # A store that cannot be written is read as it was last written (issue #27).
-                self._reconcile(stale)
-        with self._tx(write=False) as conn:
-            yield conn
-
-    def _stale(self, conn: Connection, scope: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-        """The rows `scope` selects whose Markdown file changed since their last check, and those
-        made on another commit of the served build's branch and not yet located in this one
-        (`reconcile._newer_build` says the same of one row)."""
-        live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
-        build = self.build
-        # One grouped query tells both: the files and mtimes, and whether any row is behind.
-        behind, behind_params, any_behind = "", [], "0"
-        if build is not None and build.branch is not None and build.commit is not None:
-            behind = (
-                "build_branch = ? AND build_commit IS NOT NULL "
-                "AND coalesce(anchored_on, build_commit) != ?"
-            )
-            behind_params = [build.branch, build.commit]
-            any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
-        groups = conn.execute(
-            f"SELECT source_file, source_mtime, {any_behind} {live} "
-            "GROUP BY source_file, source_mtime",
-            [*behind_params, *params],
-        ).fetchall()
-        if not groups:
-            return []
-        locator = self._locator()
-        changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
-        moved = any(late for _, _, late in groups)
-        if not changed and not moved:
-            return []
-        files = sorted(f for f in changed if f is not None)
-        which = [f"source_file IN ({','.join('?' * len(files))})"] if files else []
-        if None in changed:
-            which.append("source_file IS NULL")
-        if moved:
-            which.append(f"({behind})")
-        return self._tables.query(
-            conn,
-            f"SELECT * {live} AND ({' OR '.join(which)})",
-            [*params, *files, *(behind_params if moved else [])],
-        )
-
-    def _replies(self, conn: Connection, ids: list[str]) -> dict[str, list[Reply]]:
-        out: dict[str, list[Reply]] = {}
-        for i in range(0, len(ids), IN_CHUNK):
-            chunk = ids[i : i + IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._tables.query(
-                conn, f"SELECT * FROM replies WHERE parent_id IN ({marks}) ORDER BY rowid", chunk
-            )
-            threads(rows, out)  # adds to `out`
-        return out
-
-    def _all_replies(self, conn: Connection) -> dict[str, list[Reply]]:
-        return threads(self._tables.query(conn, "SELECT * FROM replies ORDER BY rowid"))
-
-    @overload
-    def _objects(
-        self,
-        conn: Connection,
-        table: Literal["annotations"],
-        rows: Sequence[Row],
-        replies: dict[str, list[Reply]] | None = ...,
-    ) -> list[Annotation]: ...
-
-    @overload
-    def _objects(
-        self,
-        conn: Connection,
-        table: Literal["page_notes"],
-        rows: Sequence[Row],
-        replies: dict[str, list[Reply]] | None = ...,
-    ) -> list[PageNote]: ...
-
-    @overload
-    def _objects(
-        self,
-        conn: Connection,
-        table: ItemTable,
-        rows: Sequence[Row],
-        replies: dict[str, list[Reply]] | None = ...,
-    ) -> list[Annotation] | list[PageNote]: ...
-
-    def _objects(
-        self,
-        conn: Connection,
-        table: ItemTable,
-        rows: Sequence[Row],
-        replies: dict[str, list[Reply]] | None = None,
-    ) -> list[Annotation] | list[PageNote]:
-        if replies is None:
-            replies = self._replies(conn, [r["id"] for r in rows]) if rows else {}
-        if table == "annotations":
-            return [decode_annotation(r, tuple(replies.get(r["id"], ()))) for r in rows]
-        files = self._page_files(conn, {r["page_url"] for r in rows})
-        return [
-            decode_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]]) for r in rows
-        ]
-
-    def _page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
-        """The Markdown file of each page, for page notes' `source`: the plugin's record, else
-        mkdocs.yml's rules. Only shown, never read here, so a recorded path is taken as it is
-        (the plugin records paths inside the project only)."""
-        found: dict[str, str | None] = {}
-        listed = sorted(urls)
-        for i in range(0, len(listed), IN_CHUNK):
-            chunk = listed[i : i + IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                conn.execute(
-                    f"SELECT page_url, src_path FROM pages WHERE page_url IN ({marks})", chunk
-                ).fetchall()
-            )
-        for url in urls - found.keys():
-            found[url] = pages.resolve_page(self.project_dir, url)
-        return found
-
-    @overload
-    def _loading(
-        self, conn: Connection, table: Literal["annotations"], id: str
-    ) -> Callable[[], Annotation]: ...
-
-    @overload
-    def _loading(
-        self, conn: Connection, table: Literal["page_notes"], id: str
-    ) -> Callable[[], PageNote]: ...
-
-    @overload
-    def _loading(self, conn: Connection, table: ItemTable, id: str) -> Callable[[], Item]: ...
-
-    def _loading(self, conn: Connection, table: ItemTable, id: str) -> Callable[[], Item]:
-        """Send the reads of item `id` and its replies together; the function returned makes
-        the object, also after the transaction (a write verb's answer then comes with its
-        commit on PostgreSQL, one round trip for both)."""
-        rows = self._tables.send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
-        replies = self._tables.send(
-            conn, "SELECT * FROM replies WHERE parent_id = ? ORDER BY rowid", (id,)
-        )
-        if table == "page_notes":  # its Markdown file is one more read, from its row
-            note = self._objects(conn, table, rows(), threads(replies()))[0]
-            return lambda: note
-
-        def load() -> Item:
-            (row,) = rows()
-            return decode_annotation(row, tuple(decode_reply(r) for r in replies()))
-
-        return load
-
     def _build_columns(self) -> dict[str, Any]:
         """The columns of a new note that say which build it was made on (`self.build`)."""
         build = self.build
@@ -473,7 +301,7 @@ class Store:
         fields = validate.annotation_input(data)
         if by is not None:
             fields["author"] = by.name
-        fields["page_url"], registered = self._page(fields["page_url"])
+        fields["page_url"], registered = self.sources.page(fields["page_url"])
         if fields["element_selector"] is not None:
             fields["element_selector"] = json.dumps(fields["element_selector"])
         stamp = now()
@@ -487,7 +315,7 @@ class Store:
             **self._build_columns(),
         }
         blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
-        update = reconcile.plan([blank | row], self._locator(registered), force=True)
+        update = reconcile.plan([blank | row], self.sources.locator(registered), force=True)
         row.update(update.get(row["id"], {}))
         if row["type"] == "text":
             # What the reviewer saw: the change since then is shown once the note is addressed.
@@ -495,15 +323,17 @@ class Store:
         with self._tx(write=True) as conn:
             self._tables.insert(conn, "annotations", row)
             self._tables.record(conn, "annotation", row["id"], "created", row["page_url"], who(by))
-            loaded = self._loading(conn, "annotations", row["id"])
+            loaded = self._items.loading(conn, "annotations", row["id"])
         return loaded()
 
     def get_annotation(self, id: str) -> Item:
         """The annotation (or page note) with this id, as the MCP tool `get_annotation` gives it."""
         valid = validate.is_valid_id(id)
-        with self._reading(ALL_ANNOTATIONS + " WHERE id = ?" if valid else None, [id]) as conn:
+        with self.sources.reading(
+            ALL_ANNOTATIONS + " WHERE id = ?" if valid else None, [id]
+        ) as conn:
             table, row = self._tables.find(conn, id)
-            return self._objects(conn, table, [row])[0]
+            return self._items.objects(conn, table, [row])[0]
 
     @overload
     def list_annotations(
@@ -572,7 +402,7 @@ class Store:
         # Without a page, the notes to reconcile need no order: an aggregate over an ordered
         # subquery would copy every row first.
         scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
-        with self._reading(scope, [*params, *window]) as conn:
+        with self.sources.reading(scope, [*params, *window]) as conn:
             if as_json and self._file.writes_rows:
                 return self._file.annotations_json(conn, where, page, [*params, *window])
             # The notes and their replies sent together and read after the transaction: on
@@ -609,7 +439,7 @@ class Store:
             values["updated_at"] = now()
             self._tables.update(conn, "annotations", id, values)
             self._tables.record(conn, "annotation", id, "edited", row["page_url"], who(by))
-            loaded = self._loading(conn, "annotations", id)
+            loaded = self._items.loading(conn, "annotations", id)
         return loaded()
 
     def update_annotation_target(
@@ -623,12 +453,12 @@ class Store:
                 raise NotATextAnnotation()
             _refuse_resolved(table, row, "update the target")
             values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
-            moved = self._locate(row, values, force=True)
+            moved = self.sources.locate(row, values, force=True)
             self._tables.update(conn, table, id, values)
             self._tables.record(conn, "annotation", id, "target_updated", row["page_url"], who(by))
             if moved:
                 self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
-            loaded = self._loading(conn, table, id)
+            loaded = self._items.loading(conn, table, id)
         return loaded()
 
     def text_selector_rows(
@@ -679,205 +509,35 @@ class Store:
                     }
         return out
 
-    # -- Markdown sources (annotate/reconcile.py) ----------------------------------------------
+    # -- Markdown sources and page URLs (annotate/sources.py) ----------------------------------
 
     def register_pages(
         self, pages: Mapping[str, str], objects: Mapping[str, list[Any]] | None = None
     ) -> None:
-        """Record which Markdown file (relative to the project) each page URL is built from.
-
-        The MkDocs plugin calls this on every build; paths outside the project are ignored when
-        read. `objects` gives, per page URL, the Python objects the page documents with their
-        rendered text (`annotate.generated.objects_in_html`), so a note on generated text names
-        the object whose docstring holds it.
-        """
-        stamp = now()
-        objects = objects or {}
-        with self._tx(write=True) as conn:
-            for url, path in pages.items():
-                validate.page_url(url)
-                found = objects.get(url)
-                generated = json.dumps(found, ensure_ascii=False) if found else None
-                conn.execute(
-                    "INSERT INTO pages (page_url, src_path, generated, updated_at) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT(page_url) DO UPDATE SET "
-                    "src_path = excluded.src_path, generated = excluded.generated, "
-                    "updated_at = excluded.updated_at WHERE pages.src_path != excluded.src_path "
-                    f"OR pages.generated {self._file.differs} excluded.generated",
-                    (url, path, generated, stamp),
-                )
+        """`Sources.register_pages`: the Markdown file each page URL is built from."""
+        self.sources.register_pages(pages, objects)
 
     def prepare_page(self, page_url: str) -> bool:
-        """Parse a page's Markdown ahead of its first note, so saving that note is fast.
-
-        The web endpoint calls it when the overlay loads a page. Returns whether the page's
-        Markdown file was found.
-        """
-        locator = self._locator()
-        path = locator.page_file(self.page_url(page_url))
-        mtime = locator.mtime(path) if path else None
-        if path is None or mtime is None:
-            return False
-        if self._prepared.get(path) == mtime:
-            return True  # parsed since its last change (and most likely still cached)
-        text = locator.read(path)
-        if text is None:
-            return False
-        sourcemap.prepare(text)
-        self._prepared[path] = mtime
-        return True
+        """`Sources.prepare_page`: parse a page's Markdown ahead of its first note."""
+        return self.sources.prepare_page(page_url)
 
     def page_file(self, page_url: str) -> str | None:
-        """The Markdown file (relative to the project) a page is built from: the plugin's record,
-        else mkdocs.yml's rules; None when none is known."""
-        return self._locator().page_file(self.page_url(page_url))
-
-    def _locator(self, registered: Mapping[str, str | None] | None = None) -> reconcile.Locator:
-        """What locates notes in the Markdown; `registered`: the files of pages already read."""
-
-        def page(url: str) -> str | None:
-            if registered is not None and url in registered:
-                return registered[url]
-            return self._registered_page(url)
-
-        return reconcile.Locator(self.project_dir, registered=page, page_objects=self._page_objects)
-
-    def _page_objects(self, page_url: str) -> list[Any] | None:
-        row = (
-            self._file.connection()
-            .execute("SELECT generated FROM pages WHERE page_url = ?", (page_url,))
-            .fetchone()
-        )
-        try:
-            return json.loads(row[0]) if row and row[0] else None
-        except ValueError:
-            return None
-
-    def _registered_page(self, page_url: str) -> str | None:
-        row = (
-            self._file.connection()
-            .execute("SELECT src_path FROM pages WHERE page_url = ?", (page_url,))
-            .fetchone()
-        )
-        return row[0] if row else None
-
-    def _reconcile(self, rows: Iterable[Row], *, force: bool = False) -> int:
-        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
-        # A removed note's text was deleted on purpose: there is nothing to find again.
-        rows = [r for r in rows if r["anchor_state"] != "removed"]
-        if not rows:
-            return 0
-        updates = reconcile.plan(rows, self._locator(), force=force, build=self.build)
-        if not updates:
-            return 0
-        by_id = {r["id"]: r for r in rows}
-        with self._tx(write=True) as conn:
-            for id, values in updates.items():
-                row = by_id[id]
-                sets = ", ".join(f"{k} = ?" for k in values)
-                same = self._file.same
-                # Write only if the inputs of the plan are still current: another connection may
-                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
-                # its answer is the newer one.
-                cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text {same} ? "
-                    f"AND source_file {same} ? AND source_mtime {same} ? "
-                    f"AND quote_exact {same} ?",
-                    (*values.values(), id, row["replaced_text"], row["source_file"],
-                     row["source_mtime"], row["quote_exact"]),
-                )  # fmt: skip
-                if cur.rowcount and reconcile.changed(row, values):
-                    self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
-        return len(updates)
-
-    def _locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
-        """Add to `values` (the columns a verb writes to annotation `row`) where the note is now,
-        inside the verb's write transaction; return whether what a reader sees moved.
-
-        `force`: its target just changed (a new `replacedText`), so it is located again even in
-        an unchanged file.
-        """
-        if self.outside is not None and not force:
-            return False  # no Markdown to look in: kept where it was last located
-        planned = {**row, **values}
-        update = reconcile.plan([planned], self._locator(), force=force, build=self.build).get(
-            row["id"]
-        )
-        if not update:
-            return False
-        values.update(update)
-        return reconcile.changed(planned, update)
+        """`Sources.page_file`: the Markdown file a page is built from, else None."""
+        return self.sources.page_file(page_url)
 
     def reconcile(self, *, force: bool = False) -> int:
-        """Check every annotation against its Markdown file now; return how many were updated."""
-        with self._tx(write=False) as conn:
-            rows = self._tables.query(conn, ALL_ANNOTATIONS)
-        return self._reconcile(rows, force=force)
-
-    # -- page URLs (annotate/urls.py) ------------------------------------------------------
-
-    @functools.cached_property
-    def _site_path(self) -> str:
-        return urls.site_path(pages.site_url(self.project_dir) if self.outside is None else None)
+        """`Sources.reconcile`: check every annotation against its Markdown file now."""
+        return self.sources.reconcile(force=force)
 
     def page_url(self, value: Any, field: str = "pageUrl") -> str:
-        """The form the store keeps of a page URL written any way a person or an agent may:
-        `/guide`, `guide/`, `/guide/index.html`, `http://127.0.0.1:8000/guide/`, with or without
-        the site's sub-path. The first form that has notes wins (one page's notes stay under one
-        URL), then the first the plugin registered; otherwise the path itself, a folder URL with
-        its final `/`."""
-        return self._page(value, field)[0]
-
-    def _page(self, value: Any, field: str = "pageUrl") -> tuple[str, dict[str, str | None]]:
-        """`page_url`, and the Markdown file the plugin registered for each form it looked up
-        (None: none), which the same read tells: a new note is located without asking again."""
-        cleaned = urls.clean(value) if isinstance(value, str) and value.strip() else value
-        path = validate.page_url(cleaned, field)
-        forms = urls.candidates(path, self._site_path)
-        marks = ",".join("?" * len(forms))
-        # Through `connection()`, as a transaction would: this read runs before the write it
-        # names the page for, and a deleted store must be recreated first (issue #17).
-        found = (
-            self._file.connection()
-            .execute(
-                f"SELECT page_url, 1, NULL FROM annotations WHERE page_url IN ({marks}) UNION "
-                f"SELECT page_url, 1, NULL FROM page_notes WHERE page_url IN ({marks}) UNION "
-                f"SELECT page_url, 0, src_path FROM pages WHERE page_url IN ({marks})",
-                forms * 3,
-            )
-            .fetchall()
-        )
-        registered = dict.fromkeys(forms) | {url: src for url, notes, src in found if not notes}
-        for wanted in (1, 0):
-            known = {url for url, notes, _ in found if notes == wanted}
-            for form in forms:
-                if form in known:
-                    return form, registered
-        return urls.default(path), registered
+        """`Sources.page_url`: the form the store keeps of a page URL written any way."""
+        return self.sources.page_url(value, field)
 
     def page_hint(self, page_url: str) -> str | None:
-        """When no note (of any status) is on this page: a sentence saying so and naming the
-        pages with notes whose URLs are closest; else None. For listings that come back empty."""
-        url = self.page_url(page_url)
-        with self._tx(write=False) as conn:
-            found = conn.execute(
-                "SELECT 1 FROM annotations WHERE page_url = ? UNION ALL "
-                "SELECT 1 FROM page_notes WHERE page_url = ? LIMIT 1",
-                (url, url),
-            ).fetchone()
-            if found:
-                return None
-            with_notes = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT page_url FROM annotations UNION SELECT page_url FROM page_notes"
-                )
-            ]
-        if not with_notes:
-            return f"No page has notes yet ({url} included)."
-        closest = difflib.get_close_matches(url, with_notes, n=CLOSEST_PAGES, cutoff=0.0)
-        return f"No notes on page {url}. Pages with notes closest to it: {', '.join(closest)}."
+        """`Sources.page_hint`: when no note is on this page, a sentence naming the closest."""
+        return self.sources.page_hint(page_url)
 
+    # -- lifecycle, for annotations and page notes alike --------------------------------------
     # -- lifecycle, for annotations and page notes alike --------------------------------------
 
     def set_in_progress(
@@ -904,7 +564,7 @@ class Store:
                     conn, kind_of(table), id, "in_progress", row["page_url"], who(by)
                 )
                 self._settle_review(conn, row["review_id"])
-            loaded = self._loading(conn, table, id)
+            loaded = self._items.loading(conn, table, id)
         return loaded()
 
     def address_annotation(
@@ -960,7 +620,7 @@ class Store:
                     values["anchor_state"] = "stale"  # replaced after all: locate it again
             if deleted:
                 values.update(anchor_state="removed", anchor_score=None)
-            moved = table == "annotations" and self._locate(row, values, force=retarget)
+            moved = table == "annotations" and self.sources.locate(row, values, force=retarget)
             self._tables.update(conn, table, id, values)
             if message is not None:
                 self._insert_reply(conn, id, "agent", message, stamp, who(by))
@@ -968,7 +628,7 @@ class Store:
             if moved:
                 self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
             self._settle_review(conn, row["review_id"])
-            loaded = self._loading(conn, table, id)
+            loaded = self._items.loading(conn, table, id)
         return loaded()
 
     def add_reply(
@@ -997,7 +657,7 @@ class Store:
             self._insert_reply(conn, id, role, message, stamp, author)
             self._tables.update(conn, table, id, {"updated_at": stamp})
             self._tables.record(conn, kind_of(table), id, f"{role}_reply", row["page_url"], who(by))
-            loaded = self._loading(conn, table, id)
+            loaded = self._items.loading(conn, table, id)
         return loaded()
 
     def _insert_reply(
@@ -1061,7 +721,7 @@ class Store:
             )
             self._tables.record(conn, kind_of(table), id, "resolved", row["page_url"], who(by))
             self._settle_review(conn, row["review_id"])
-            loaded = self._loading(conn, table, id)
+            loaded = self._items.loading(conn, table, id)
         return loaded()
 
     def reopen(
@@ -1113,7 +773,7 @@ class Store:
                 assert note is not None
                 self._insert_reply(conn, id, "reviewer", note, stamp, who(by))
             self._tables.record(conn, kind_of(table), id, "reopened", row["page_url"], who(by))
-            loaded = self._loading(conn, table, id)
+            loaded = self._items.loading(conn, table, id)
         return loaded()
 
     def delete(self, id: str, *, kind: str | None = None, by: Person | None = None) -> None:
@@ -1152,13 +812,13 @@ class Store:
         with self._tx(write=True) as conn:
             self._tables.insert(conn, "page_notes", row)
             self._tables.record(conn, "page_note", row["id"], "created", row["page_url"], who(by))
-            loaded = self._loading(conn, "page_notes", row["id"])
+            loaded = self._items.loading(conn, "page_notes", row["id"])
         return loaded()
 
     def get_page_note(self, id: str) -> PageNote:
         with self._tx(write=False) as conn:
             _, row = self._tables.find(conn, id, "page_note")
-            return self._objects(conn, "page_notes", [row])[0]
+            return self._items.objects(conn, "page_notes", [row])[0]
 
     def list_page_notes(
         self,
@@ -1180,7 +840,7 @@ class Store:
             rows = self._tables.query(
                 conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params
             )
-            return self._objects(conn, "page_notes", rows)
+            return self._items.objects(conn, "page_notes", rows)
 
     def edit_page_note(
         self, id: str, changes: Mapping[str, Any], *, by: Person | None = None
@@ -1194,7 +854,7 @@ class Store:
             values["updated_at"] = now()
             self._tables.update(conn, "page_notes", id, values)
             self._tables.record(conn, "page_note", id, "edited", row["page_url"], who(by))
-            loaded = self._loading(conn, "page_notes", id)
+            loaded = self._items.loading(conn, "page_notes", id)
         return loaded()
 
     # -- reviews ------------------------------------------------------------------------------
@@ -1251,7 +911,7 @@ class Store:
     def get_review(self, id: str) -> Review:
         """A review with its notes, their sources reconciled with the Markdown files."""
         scope = ALL_ANNOTATIONS + " WHERE review_id = ?" if validate.is_valid_id(id) else None
-        with self._reading(scope, [id]) as conn:
+        with self.sources.reading(scope, [id]) as conn:
             return self._review(conn, id)
 
     def list_reviews(self, *, pending_only: bool = False) -> list[Review]:
@@ -1296,8 +956,8 @@ class Store:
             created_at=row["created_at"],
             picked_up_at=row["picked_up_at"],
             done_at=row["done_at"],
-            annotations=tuple(self._objects(conn, "annotations", annotations)),
-            page_notes=tuple(self._objects(conn, "page_notes", notes)),
+            annotations=tuple(self._items.objects(conn, "annotations", annotations)),
+            page_notes=tuple(self._items.objects(conn, "page_notes", notes)),
         )
 
     # -- the whole store ----------------------------------------------------------------------
@@ -1307,8 +967,8 @@ class Store:
     ) -> tuple[list[Annotation], list[PageNote]]:
         """Every annotation and page note, read in one snapshot (for exports)."""
         where = "" if include_resolved else " WHERE status != 'resolved'"
-        with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
-            replies = self._all_replies(conn)
+        with pause_gc(), self.sources.reading(ALL_ANNOTATIONS + where) as conn:
+            replies = self._items.all_replies(conn)
             annotations = [
                 decode_annotation(r, tuple(replies.get(r["id"], ())))
                 for r in self._tables.query(
@@ -1316,7 +976,7 @@ class Store:
                 )
             ]
             rows = self._tables.query(conn, f"SELECT * FROM page_notes{where} ORDER BY rowid")
-            files = self._page_files(conn, {r["page_url"] for r in rows})
+            files = self.sources.page_files(conn, {r["page_url"] for r in rows})
             notes = [
                 decode_page_note(r, tuple(replies.get(r["id"], ())), files[r["page_url"]])
                 for r in rows
@@ -1335,7 +995,7 @@ class Store:
         if not self._file.writes_rows:
             return self._export_rows_of_objects(include_resolved=include_resolved)
         where = "" if include_resolved else " WHERE status != 'resolved'"
-        with pause_gc(), self._reading(ALL_ANNOTATIONS + where) as conn:
+        with pause_gc(), self.sources.reading(ALL_ANNOTATIONS + where) as conn:
             return self._file.export_rows(conn, where)
 
     def _export_rows_of_objects(
@@ -1362,7 +1022,7 @@ class Store:
         every, every_params = Filter.of(status="all", branch=branch).where()
         waiting, waiting_params = Filter.of(branch=branch).where()
         scope = f"{ALL_ANNOTATIONS} WHERE {waiting}"
-        with self._reading(scope, waiting_params) as conn:
+        with self.sources.reading(scope, waiting_params) as conn:
 
             def counts(sql: str, params: Sequence[Any]) -> dict[str, int]:
                 return {r[0]: r[1] for r in conn.execute(sql, params)}
@@ -1631,8 +1291,6 @@ class Store:
                 return review
             woken.wait(min(poll_s, left))
         return None
-
-    # -- reads through the backend (the deferred read, annotate/backends/interface.py) --------
 
 
 # -- helpers ------------------------------------------------------------------------------------

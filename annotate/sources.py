@@ -1,0 +1,341 @@
+"""Sources: where each note stands in the Markdown (annotate/reconcile.py) and the pages' URLs
+(annotate/urls.py), as `store.sources`.
+
+Every read path of the store starts by reconciling the notes it is about to read whose file
+changed (`reading`), and a verb that moves a note's target locates it again inside its own
+write transaction (`locate`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import pages, reconcile, sourcemap, urls
+from . import validation as validate
+from .backends import Backend, Connection
+from .backends.sqlite import now
+from .errors import StoreReadOnlyError
+from .models import Build
+from .tables import IN_CHUNK, Row, Tables
+
+__all__ = ["ALL_ANNOTATIONS", "CLOSEST_PAGES", "Project", "Sources"]
+
+# How many pages with notes a filter that matches none names.
+CLOSEST_PAGES = 3
+# What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
+ALL_ANNOTATIONS = "SELECT * FROM annotations"
+
+
+class Project(Protocol):
+    """The project the notes point into, as the store knows it (annotate/store.py)."""
+
+    @property
+    def project_dir(self) -> Path:
+        """The project folder (`ProjectNotFound` when the store was opened outside any)."""
+        ...
+
+    @property
+    def outside(self) -> str | None:
+        """The folder a project was looked for from and none found: notes are read as stored."""
+        ...
+
+    @property
+    def build(self) -> Build | None:
+        """The build being served now (annotate/build.py), or None."""
+        ...
+
+
+class Sources:
+    """The Markdown file of each page and of each note, and the notes kept up to date with it."""
+
+    def __init__(self, backend: Backend, project: Project) -> None:
+        self._file = backend
+        self._tables = Tables(backend)
+        self._project = project
+        # Markdown path -> mtime when `prepare_page` last parsed it.
+        self._prepared: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
+        """A read transaction in which the annotations `scope` selects (a `SELECT * FROM
+        annotations …`, or None for none) are up to date with their Markdown files.
+
+        The reconciliation step at the top of every read path: one grouped query gives each file
+        and the mtime recorded for it, and a file whose mtime on disk is the recorded one needs
+        nothing, so an unchanged store costs a `stat` per file and the read goes on in the same
+        transaction. Notes whose file changed are located again and written first (outside any
+        write lock while their Markdown is read), then read in a new transaction.
+        """
+        if scope is not None and self._project.outside is None:
+            with self._file.transaction(write=False) as conn:
+                stale = self._stale(conn, scope, params)
+                if not stale:
+                    yield conn
+                    return
+            with contextlib.suppress(StoreReadOnlyError):
+                # A store that cannot be written is read as it was last written (issue #27).
+                self.reconcile_rows(stale)
+        with self._file.transaction(write=False) as conn:
+            yield conn
+
+    def _stale(self, conn: Connection, scope: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        """The rows `scope` selects whose Markdown file changed since their last check, and those
+        made on another commit of the served build's branch and not yet located in this one
+        (`reconcile._newer_build` says the same of one row)."""
+        live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
+        build = self._project.build
+        # One grouped query tells both: the files and mtimes, and whether any row is behind.
+        behind, behind_params, any_behind = "", [], "0"
+        if build is not None and build.branch is not None and build.commit is not None:
+            behind = (
+                "build_branch = ? AND build_commit IS NOT NULL "
+                "AND coalesce(anchored_on, build_commit) != ?"
+            )
+            behind_params = [build.branch, build.commit]
+            any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
+        groups = conn.execute(
+            f"SELECT source_file, source_mtime, {any_behind} {live} "
+            "GROUP BY source_file, source_mtime",
+            [*behind_params, *params],
+        ).fetchall()
+        if not groups:
+            return []
+        locator = self.locator()
+        changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
+        moved = any(late for _, _, late in groups)
+        if not changed and not moved:
+            return []
+        files = sorted(f for f in changed if f is not None)
+        which = [f"source_file IN ({','.join('?' * len(files))})"] if files else []
+        if None in changed:
+            which.append("source_file IS NULL")
+        if moved:
+            which.append(f"({behind})")
+        return self._tables.query(
+            conn,
+            f"SELECT * {live} AND ({' OR '.join(which)})",
+            [*params, *files, *(behind_params if moved else [])],
+        )
+
+    def page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
+        """The Markdown file of each page, for page notes' `source`: the plugin's record, else
+        mkdocs.yml's rules. Only shown, never read here, so a recorded path is taken as it is
+        (the plugin records paths inside the project only)."""
+        found: dict[str, str | None] = {}
+        listed = sorted(urls)
+        for i in range(0, len(listed), IN_CHUNK):
+            chunk = listed[i : i + IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                conn.execute(
+                    f"SELECT page_url, src_path FROM pages WHERE page_url IN ({marks})", chunk
+                ).fetchall()
+            )
+        for url in urls - found.keys():
+            found[url] = pages.resolve_page(self._project.project_dir, url)
+        return found
+
+    def register_pages(
+        self, pages: Mapping[str, str], objects: Mapping[str, list[Any]] | None = None
+    ) -> None:
+        """Record which Markdown file (relative to the project) each page URL is built from.
+
+        The MkDocs plugin calls this on every build; paths outside the project are ignored when
+        read. `objects` gives, per page URL, the Python objects the page documents with their
+        rendered text (`annotate.generated.objects_in_html`), so a note on generated text names
+        the object whose docstring holds it.
+        """
+        stamp = now()
+        objects = objects or {}
+        with self._file.transaction(write=True) as conn:
+            for url, path in pages.items():
+                validate.page_url(url)
+                found = objects.get(url)
+                generated = json.dumps(found, ensure_ascii=False) if found else None
+                conn.execute(
+                    "INSERT INTO pages (page_url, src_path, generated, updated_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(page_url) DO UPDATE SET "
+                    "src_path = excluded.src_path, generated = excluded.generated, "
+                    "updated_at = excluded.updated_at WHERE pages.src_path != excluded.src_path "
+                    f"OR pages.generated {self._file.differs} excluded.generated",
+                    (url, path, generated, stamp),
+                )
+
+    def prepare_page(self, page_url: str) -> bool:
+        """Parse a page's Markdown ahead of its first note, so saving that note is fast.
+
+        The web endpoint calls it when the overlay loads a page. Returns whether the page's
+        Markdown file was found.
+        """
+        locator = self.locator()
+        path = locator.page_file(self.page_url(page_url))
+        mtime = locator.mtime(path) if path else None
+        if path is None or mtime is None:
+            return False
+        if self._prepared.get(path) == mtime:
+            return True  # parsed since its last change (and most likely still cached)
+        text = locator.read(path)
+        if text is None:
+            return False
+        sourcemap.prepare(text)
+        self._prepared[path] = mtime
+        return True
+
+    def page_file(self, page_url: str) -> str | None:
+        """The Markdown file (relative to the project) a page is built from: the plugin's record,
+        else mkdocs.yml's rules; None when none is known."""
+        return self.locator().page_file(self.page_url(page_url))
+
+    def locator(self, registered: Mapping[str, str | None] | None = None) -> reconcile.Locator:
+        """What locates notes in the Markdown; `registered`: the files of pages already read."""
+
+        def page(url: str) -> str | None:
+            if registered is not None and url in registered:
+                return registered[url]
+            return self._registered_page(url)
+
+        return reconcile.Locator(
+            self._project.project_dir, registered=page, page_objects=self._page_objects
+        )
+
+    def _page_objects(self, page_url: str) -> list[Any] | None:
+        row = (
+            self._file.connection()
+            .execute("SELECT generated FROM pages WHERE page_url = ?", (page_url,))
+            .fetchone()
+        )
+        try:
+            return json.loads(row[0]) if row and row[0] else None
+        except ValueError:
+            return None
+
+    def _registered_page(self, page_url: str) -> str | None:
+        row = (
+            self._file.connection()
+            .execute("SELECT src_path FROM pages WHERE page_url = ?", (page_url,))
+            .fetchone()
+        )
+        return row[0] if row else None
+
+    def reconcile_rows(self, rows: Iterable[Row], *, force: bool = False) -> int:
+        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
+        # A removed note's text was deleted on purpose: there is nothing to find again.
+        rows = [r for r in rows if r["anchor_state"] != "removed"]
+        if not rows:
+            return 0
+        updates = reconcile.plan(rows, self.locator(), force=force, build=self._project.build)
+        if not updates:
+            return 0
+        by_id = {r["id"]: r for r in rows}
+        with self._file.transaction(write=True) as conn:
+            for id, values in updates.items():
+                row = by_id[id]
+                sets = ", ".join(f"{k} = ?" for k in values)
+                same = self._file.same
+                # Write only if the inputs of the plan are still current: another connection may
+                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
+                # its answer is the newer one.
+                cur = conn.execute(
+                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text {same} ? "
+                    f"AND source_file {same} ? AND source_mtime {same} ? "
+                    f"AND quote_exact {same} ?",
+                    (*values.values(), id, row["replaced_text"], row["source_file"],
+                     row["source_mtime"], row["quote_exact"]),
+                )  # fmt: skip
+                if cur.rowcount and reconcile.changed(row, values):
+                    self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
+        return len(updates)
+
+    def locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
+        """Add to `values` (the columns a verb writes to annotation `row`) where the note is now,
+        inside the verb's write transaction; return whether what a reader sees moved.
+
+        `force`: its target just changed (a new `replacedText`), so it is located again even in
+        an unchanged file.
+        """
+        if self._project.outside is not None and not force:
+            return False  # no Markdown to look in: kept where it was last located
+        planned = {**row, **values}
+        update = reconcile.plan(
+            [planned], self.locator(), force=force, build=self._project.build
+        ).get(row["id"])
+        if not update:
+            return False
+        values.update(update)
+        return reconcile.changed(planned, update)
+
+    def reconcile(self, *, force: bool = False) -> int:
+        """Check every annotation against its Markdown file now; return how many were updated."""
+        with self._file.transaction(write=False) as conn:
+            rows = self._tables.query(conn, ALL_ANNOTATIONS)
+        return self.reconcile_rows(rows, force=force)
+
+    @functools.cached_property
+    def _site_path(self) -> str:
+        return urls.site_path(
+            pages.site_url(self._project.project_dir) if self._project.outside is None else None
+        )
+
+    def page_url(self, value: Any, field: str = "pageUrl") -> str:
+        """The form the store keeps of a page URL written any way a person or an agent may:
+        `/guide`, `guide/`, `/guide/index.html`, `http://127.0.0.1:8000/guide/`, with or without
+        the site's sub-path. The first form that has notes wins (one page's notes stay under one
+        URL), then the first the plugin registered; otherwise the path itself, a folder URL with
+        its final `/`."""
+        return self.page(value, field)[0]
+
+    def page(self, value: Any, field: str = "pageUrl") -> tuple[str, dict[str, str | None]]:
+        """`page_url`, and the Markdown file the plugin registered for each form it looked up
+        (None: none), which the same read tells: a new note is located without asking again."""
+        cleaned = urls.clean(value) if isinstance(value, str) and value.strip() else value
+        path = validate.page_url(cleaned, field)
+        forms = urls.candidates(path, self._site_path)
+        marks = ",".join("?" * len(forms))
+        # Through `connection()`, as a transaction would: this read runs before the write it
+        # names the page for, and a deleted store must be recreated first (issue #17).
+        found = (
+            self._file.connection()
+            .execute(
+                f"SELECT page_url, 1, NULL FROM annotations WHERE page_url IN ({marks}) UNION "
+                f"SELECT page_url, 1, NULL FROM page_notes WHERE page_url IN ({marks}) UNION "
+                f"SELECT page_url, 0, src_path FROM pages WHERE page_url IN ({marks})",
+                forms * 3,
+            )
+            .fetchall()
+        )
+        registered = dict.fromkeys(forms) | {url: src for url, notes, src in found if not notes}
+        for wanted in (1, 0):
+            known = {url for url, notes, _ in found if notes == wanted}
+            for form in forms:
+                if form in known:
+                    return form, registered
+        return urls.default(path), registered
+
+    def page_hint(self, page_url: str) -> str | None:
+        """When no note (of any status) is on this page: a sentence saying so and naming the
+        pages with notes whose URLs are closest; else None. For listings that come back empty."""
+        url = self.page_url(page_url)
+        with self._file.transaction(write=False) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM annotations WHERE page_url = ? UNION ALL "
+                "SELECT 1 FROM page_notes WHERE page_url = ? LIMIT 1",
+                (url, url),
+            ).fetchone()
+            if found:
+                return None
+            with_notes = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT page_url FROM annotations UNION SELECT page_url FROM page_notes"
+                )
+            ]
+        if not with_notes:
+            return f"No page has notes yet ({url} included)."
+        closest = difflib.get_close_matches(url, with_notes, n=CLOSEST_PAGES, cutoff=0.0)
+        return f"No notes on page {url}. Pages with notes closest to it: {', '.join(closest)}."
