@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,16 +43,15 @@ from .errors import (
     PageNoteNotFound,
     ProjectNotFound,
     ReviewNotFound,
-    ShowNotFound,
     ValidationError,
 )
+from .feed import Feed
 from .fields import ANNOTATION, PAGE_NOTE, SELECTION
 from .filters import Filter
 from .identity import Person, check
 from .items import Items
 from .models import (
     ANCHOR_STATES,
-    STATUS_AFTER,
     STATUSES,
     Annotation,
     Build,
@@ -65,6 +63,10 @@ from .models import (
 )
 from .people import People
 from .project import find_project
+from .shows import MAX_SHOW_WAIT_S as MAX_SHOW_WAIT_S
+from .shows import SHOW_WAIT_S as SHOW_WAIT_S
+from .shows import SHOWN_KEPT_S as SHOWN_KEPT_S
+from .shows import Shows
 from .sources import ALL_ANNOTATIONS, Sources
 from .tables import (
     IN_CHUNK,
@@ -72,7 +74,6 @@ from .tables import (
     Item,
     Row,
     Tables,
-    ago,
     decode_annotation,
     decode_page_note,
     decode_reply,
@@ -117,26 +118,6 @@ ORIGINAL_COLUMNS = {
 }
 # A review is being worked on while one of its notes is.
 WAITING = "status IN ('open', 'in_progress')"
-# show_annotation (issue #19): how long it waits for views to acknowledge by default, how often
-# it looks, and the quiet time after an acknowledgement that ends the wait early (open views
-# read the change feed on the same beat, annotate/web/feed.py, so they answer close together).
-SHOW_WAIT_S = 1.5
-MAX_SHOW_WAIT_S = 30.0
-SHOW_POLL_S = 0.05
-SHOW_QUIET_S = 0.5
-# Acknowledgements older than this are deleted by the next show.
-SHOWN_KEPT_S = 600
-VIEWER = re.compile(r"[A-Za-z0-9_-]{1,64}")  # docs/http-api.md, POST shown
-MAX_SEQ = 10**18 - 1  # as the change feed's cursor (annotate/web/app.py `_int`)
-# Why the views show a note in their panel rather than on its passage (Shown.why_not).
-NO_PASSAGE = {
-    "resolved": "The note is resolved, so no view highlights it: they show it in their panel.",
-    "removed": "Its passage was deleted as the note asked: views show the note in their panel.",
-    "stale": "Its quote was rewritten in the Markdown: a view that no longer finds it on the "
-    "page shows the note in its panel.",
-    "orphaned": "Its Markdown file is gone: a view that does not find the quote on the page "
-    "shows the note in its panel.",
-}
 
 
 def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
@@ -210,6 +191,8 @@ class Store:
         self.people = People(self._file)
         self.sources = Sources(self._file, self)
         self._items = Items(self._file, self.sources)
+        self.feed = Feed(self._file)
+        self.shows = Shows(self._file, self.sources)
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -1079,109 +1062,6 @@ class Store:
                 self._tables.record(conn, "store", "*", "purged", None)
             return total
 
-    def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
-        """Mutations after cursor `since` and the next cursor (the change feed, docs/http-api.md)."""
-        with self._tx(write=False) as conn:
-            # Both sent at once (the cursor when nothing came): one round trip on PostgreSQL.
-            sent = self._tables.send_tuples(
-                conn,
-                "SELECT seq, at, kind, item_id, action, page_url FROM changes WHERE seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (since, limit),
-            )
-            top = self._tables.send_tuples(conn, "SELECT coalesce(max(seq), 0) FROM changes")
-        _, rows = sent()
-        if rows:
-            cursor = rows[-1][0]
-        else:
-            cursor = top()[1][0][0]
-            cursor = min(cursor, since) if since else cursor
-        events = [
-            {"seq": seq, "at": at, "kind": kind, "id": item, "action": action, "pageUrl": url}
-            for seq, at, kind, item, action, url in rows
-        ]
-        return events, cursor
-
-    def history(self, id: str, *, kind: str | None = None) -> list[HistoryEntry]:
-        """The change rows of an annotation or page note (only that `kind` when given), oldest
-        first: who started, addressed, accepted, reopened, edited or replied to it, and when."""
-        with self._tx(write=False) as conn:
-            table, _ = self._tables.find(conn, id, kind)
-            rows = conn.execute(
-                "SELECT at, action, author FROM changes WHERE kind = ? AND item_id = ? "
-                "ORDER BY seq",
-                (kind_of(table), id),
-            ).fetchall()
-        return [
-            HistoryEntry(at, action, author, STATUS_AFTER.get(action))
-            for at, action, author in rows
-        ]
-
-    # -- pointing at a note (issue #19) ---------------------------------------------------------
-
-    def show_annotation(self, id: str, wait: float = SHOW_WAIT_S) -> Shown:
-        """Ask every open view of the note's page (browser pages with the overlay, the chat view)
-        to scroll to it and flash it: a change row of action `show`, no data change. Returns how
-        many views acknowledged it (`acknowledge_show`) within `wait` seconds, as a `Shown`
-        (an int); the wait ends early once acknowledgements stop coming for `SHOW_QUIET_S`."""
-        if (
-            isinstance(wait, bool)
-            or not isinstance(wait, (int, float))
-            or not (0 <= wait <= MAX_SHOW_WAIT_S)
-        ):
-            raise ValidationError(f"wait must be 0 to {MAX_SHOW_WAIT_S:g} seconds", "wait")
-        with self._tx(write=True) as conn:
-            table, row = self._tables.find(conn, id)
-            conn.execute("DELETE FROM shown WHERE at < ?", (ago(SHOWN_KEPT_S),))
-            self._tables.record(conn, kind_of(table), id, "show", row["page_url"])
-            seq = conn.execute(
-                "SELECT max(seq) FROM changes WHERE item_id = ? AND action = 'show'", (id,)
-            ).fetchone()[0]
-        why_not = None
-        if table == "annotations":
-            state = "resolved" if row["status"] == "resolved" else row["anchor_state"]
-            why_not = NO_PASSAGE.get(state)
-        deadline = time.monotonic() + wait
-        views, last = 0, time.monotonic()
-        while True:
-            with self._tx(write=False) as conn:
-                n = conn.execute("SELECT count(*) FROM shown WHERE seq = ?", (seq,)).fetchone()[0]
-            at = time.monotonic()
-            if n != views:
-                views, last = n, at
-            if at >= deadline or (views and at - last >= SHOW_QUIET_S):
-                return Shown(views, id, row["page_url"], why_not)
-            time.sleep(min(SHOW_POLL_S, deadline - at))
-
-    def acknowledge_show(self, seq: int, viewer: str, page_url: str | None = None) -> bool:
-        """A view showed the note of `show_annotation`'s change `seq`: count it once per
-        `viewer` (an id the view makes up, letters, digits, `_` and `-`). A view of another page
-        than the note's (`page_url`, when given) is not counted. True when this counted."""
-        if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= MAX_SEQ:
-            raise ValidationError(
-                f"seq must be a whole number from 1 to {MAX_SEQ}: the show's change number", "seq"
-            )
-        if not isinstance(viewer, str) or not VIEWER.fullmatch(viewer):
-            raise ValidationError(
-                "viewer must be 1 to 64 letters, digits, '_' or '-' naming the view", "viewer"
-            )
-        if page_url is not None:
-            page_url = self.page_url(page_url)
-        with self._tx(write=True) as conn:
-            found = conn.execute(
-                "SELECT page_url FROM changes WHERE seq = ? AND action = 'show'", (seq,)
-            ).fetchone()
-            if found is None:
-                raise ShowNotFound(seq)
-            if page_url is not None and page_url != found[0]:
-                return False
-            cur = conn.execute(
-                "INSERT INTO shown (seq, viewer, at) VALUES (?, ?, ?) "
-                "ON CONFLICT (seq, viewer) DO NOTHING",
-                (seq, viewer, now()),
-            )
-            return cur.rowcount == 1
-
     def insert_raw(
         self,
         annotations: Iterable[Mapping[str, Any]],
@@ -1224,6 +1104,24 @@ class Store:
                             conn, kind_of(table), row["id"], "imported", row["page_url"]
                         )
         return counts
+
+    # -- the change feed (annotate/feed.py) and pointing at a note (annotate/shows.py) ---------
+
+    def changes(self, since: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
+        """`Feed.changes`: mutations after cursor `since` and the next cursor."""
+        return self.feed.changes(since, limit)
+
+    def history(self, id: str, *, kind: str | None = None) -> list[HistoryEntry]:
+        """`Feed.history`: the change rows of an annotation or page note, oldest first."""
+        return self.feed.history(id, kind=kind)
+
+    def show_annotation(self, id: str, wait: float = SHOW_WAIT_S) -> Shown:
+        """`Shows.show`: ask every open view of the note's page to scroll to it and flash it."""
+        return self.shows.show(id, wait)
+
+    def acknowledge_show(self, seq: int, viewer: str, page_url: str | None = None) -> bool:
+        """`Shows.acknowledge`: a view showed the note of show `seq`; True when this counted."""
+        return self.shows.acknowledge(seq, viewer, page_url)
 
     # -- people: personal tokens of team mode (annotate/identity.py, docs/team.md) -------------
 
