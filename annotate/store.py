@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -42,7 +41,6 @@ from .errors import (
     NotATextAnnotation,
     PageNoteNotFound,
     ProjectNotFound,
-    ReviewNotFound,
     ValidationError,
 )
 from .feed import Feed
@@ -63,6 +61,7 @@ from .models import (
 )
 from .people import People
 from .project import find_project
+from .reviews import Reviews
 from .shows import MAX_SHOW_WAIT_S as MAX_SHOW_WAIT_S
 from .shows import SHOW_WAIT_S as SHOW_WAIT_S
 from .shows import SHOWN_KEPT_S as SHOWN_KEPT_S
@@ -80,6 +79,7 @@ from .tables import (
     kind_of,
     new_id,
     pause_gc,
+    refuse_resolved,
     threads,
     who,
 )
@@ -116,8 +116,6 @@ ORIGINAL_COLUMNS = {
     "original_line_end": "source_line_end",
     "original_excerpt": "source_excerpt",
 }
-# A review is being worked on while one of its notes is.
-WAITING = "status IN ('open', 'in_progress')"
 
 
 def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
@@ -193,6 +191,7 @@ class Store:
         self._items = Items(self._file, self.sources)
         self.feed = Feed(self._file)
         self.shows = Shows(self._file, self.sources)
+        self.reviews = Reviews(self._file, self.sources, self._items, self.people)
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -434,7 +433,7 @@ class Store:
             table, row = self._tables.find(conn, id)
             if table != "annotations" or row["type"] != "text":
                 raise NotATextAnnotation()
-            _refuse_resolved(table, row, "update the target")
+            refuse_resolved(table, row, "update the target")
             values: dict[str, Any] = {"replaced_text": text, "updated_at": now()}
             moved = self.sources.locate(row, values, force=True)
             self._tables.update(conn, table, id, values)
@@ -521,7 +520,6 @@ class Store:
         return self.sources.page_hint(page_url)
 
     # -- lifecycle, for annotations and page notes alike --------------------------------------
-    # -- lifecycle, for annotations and page notes alike --------------------------------------
 
     def set_in_progress(
         self, id: str, *, kind: str | None = None, by: Person | None = None
@@ -529,7 +527,7 @@ class Store:
         """open/addressed → in_progress (the agent started); a no-op when already in progress."""
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id, kind)
-            _refuse_resolved(table, row, "start work")
+            refuse_resolved(table, row, "start work")
             if row["status"] != "in_progress":
                 stamp = now()
                 self._tables.update(
@@ -546,7 +544,7 @@ class Store:
                 self._tables.record(
                     conn, kind_of(table), id, "in_progress", row["page_url"], who(by)
                 )
-                self._settle_review(conn, row["review_id"])
+                self.reviews.settle(conn, row["review_id"])
             loaded = self._items.loading(conn, table, id)
         return loaded()
 
@@ -587,7 +585,7 @@ class Store:
                     f'deleted is for annotations; page note "{id}" has no text of its own',
                     "deleted",
                 )
-            _refuse_resolved(table, row, "address")
+            refuse_resolved(table, row, "address")
             stamp = now()
             values: dict[str, Any] = {
                 "status": "addressed",
@@ -610,7 +608,7 @@ class Store:
             self._tables.record(conn, kind_of(table), id, "addressed", row["page_url"], who(by))
             if moved:
                 self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
-            self._settle_review(conn, row["review_id"])
+            self.reviews.settle(conn, row["review_id"])
             loaded = self._items.loading(conn, table, id)
         return loaded()
 
@@ -665,27 +663,6 @@ class Store:
             },
         )
 
-    def _settle_review(self, conn: Connection, review_id: str | None) -> None:
-        """Mark a review `done` when none of its notes waits for the agent any more (and undone
-        when one does again, e.g. set back in progress for rework); `done` goes to the feed."""
-        if review_id is None:
-            return
-        row = conn.execute(
-            "SELECT done_at, "
-            f"EXISTS (SELECT 1 FROM annotations WHERE review_id = ? AND {WAITING}) OR "
-            f"EXISTS (SELECT 1 FROM page_notes WHERE review_id = ? AND {WAITING}) "
-            "FROM reviews WHERE id = ?",
-            (review_id, review_id, review_id),
-        ).fetchone()
-        if row is None:
-            return
-        done_at, waiting = row
-        if waiting and done_at is not None:
-            conn.execute("UPDATE reviews SET done_at = NULL WHERE id = ?", (review_id,))
-        elif not waiting and done_at is None:
-            conn.execute("UPDATE reviews SET done_at = ? WHERE id = ?", (now(), review_id))
-            self._tables.record(conn, "review", review_id, "done", None)
-
     def add_agent_reply(self, id: str, message: str, *, by: Person | None = None) -> Item:
         """A reply with role `agent`, explaining what was done."""
         return self.add_reply(id, message, role="agent", by=by)
@@ -703,7 +680,7 @@ class Store:
                 conn, table, id, {"status": "resolved", "resolved_at": stamp, "updated_at": stamp}
             )
             self._tables.record(conn, kind_of(table), id, "resolved", row["page_url"], who(by))
-            self._settle_review(conn, row["review_id"])
+            self.reviews.settle(conn, row["review_id"])
             loaded = self._items.loading(conn, table, id)
         return loaded()
 
@@ -748,7 +725,7 @@ class Store:
             if follow_up:
                 previous = self._tables.row(conn, "reviews", row["review_id"] or "")
                 mode = previous["mode"] if previous else "edit"
-                values["review_id"] = self._insert_review(
+                values["review_id"] = self.reviews.insert(
                     conn, {"mode": mode, "message": "", "author": who(by)}, stamp, who(by)
                 )
             self._tables.update(conn, table, id, values)
@@ -774,7 +751,7 @@ class Store:
         conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
         conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
         self._tables.record(conn, kind_of(table), row["id"], "deleted", row["page_url"], author)
-        self._settle_review(conn, row["review_id"])
+        self.reviews.settle(conn, row["review_id"])
 
     # -- page notes ---------------------------------------------------------------------------
 
@@ -840,108 +817,36 @@ class Store:
             loaded = self._items.loading(conn, "page_notes", id)
         return loaded()
 
-    # -- reviews ------------------------------------------------------------------------------
+    # -- reviews (annotate/reviews.py) ----------------------------------------------------------
 
     def create_review(
         self, data: Mapping[str, Any] | None = None, *, by: Person | None = None
     ) -> Review:
-        """ "Send to agent": `{mode, message, ids}`.
-
-        Without `ids`, every open note not yet sent joins this review (notes in progress, addressed
-        or resolved are not work to send). With `ids`, just those notes, wherever they were (the
-        overlay's "Ask agent now"); the batch is left as it is.
-        """
-        fields = validate.review_input(data)
-        ids = fields.pop("ids")
-        if by is not None:
-            fields["author"] = by.name
-        stamp = now()
-        with self._tx(write=True) as conn:
-            id = self._insert_review(conn, fields, stamp, who(by))
-            if ids is None:
-                taken = 0
-                for table in ("annotations", "page_notes"):
-                    taken += conn.execute(
-                        f"UPDATE {table} SET review_id = ? WHERE review_id IS NULL "
-                        "AND status = 'open'",
-                        (id,),
-                    ).rowcount
-                if not taken and not fields["message"].strip():
-                    raise ValidationError(
-                        "Nothing to send: no open notes since the last review and no message",
-                        "message",
-                    )
-            else:
-                for note_id in ids:
-                    table, row = self._tables.find(conn, note_id)
-                    _refuse_resolved(table, row, "send it to the agent")
-                    conn.execute(f"UPDATE {table} SET review_id = ? WHERE id = ?", (id, note_id))
-                    self._settle_review(conn, row["review_id"])  # the review it left
-            return self._review(conn, id)
-
-    def _insert_review(
-        self,
-        conn: Connection,
-        fields: Mapping[str, Any],
-        stamp: str,
-        author: str | None = None,
-    ) -> str:
-        id = new_id("rv")
-        self._tables.insert(conn, "reviews", {"id": id, **fields, "created_at": stamp})
-        self._tables.record(conn, "review", id, "created", None, author)
-        return id
+        """`Reviews.create`: "Send to agent", `{mode, message, ids}`."""
+        return self.reviews.create(data, by=by)
 
     def get_review(self, id: str) -> Review:
-        """A review with its notes, their sources reconciled with the Markdown files."""
-        scope = ALL_ANNOTATIONS + " WHERE review_id = ?" if validate.is_valid_id(id) else None
-        with self.sources.reading(scope, [id]) as conn:
-            return self._review(conn, id)
+        """`Reviews.get`: a review with its notes."""
+        return self.reviews.get(id)
 
     def list_reviews(self, *, pending_only: bool = False) -> list[Review]:
-        sql = "SELECT id FROM reviews"
-        if pending_only:
-            sql += " WHERE picked_up_at IS NULL AND done_at IS NULL"
-        with self._tx(write=False) as conn:
-            ids = [r[0] for r in conn.execute(sql + " ORDER BY rowid")]
-            return [self._review(conn, i) for i in ids]
+        """`Reviews.all`: every review (`pending_only`: those no agent picked up)."""
+        return self.reviews.all(pending_only=pending_only)
 
     def claim_review(self, *, token: str | None = None) -> Review | None:
-        """The oldest review no agent has picked up yet, now marked as picked up; else None.
-        `token`: the caller's personal token, checked in the same transaction (`Unauthorized`
-        once revoked: a revoked agent takes no review, issue #32)."""
-        with self._tx(write=True) as conn:
-            self.people.check_live(conn, token)
-            row = conn.execute(
-                "SELECT id FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL "
-                "ORDER BY rowid LIMIT 1"
-            ).fetchone()
-            if row is None:
-                return None
-            self._tables.update(conn, "reviews", row["id"], {"picked_up_at": now()})
-            self._tables.record(conn, "review", row["id"], "picked_up", None)
-        return self.get_review(row["id"])
+        """`Reviews.claim`: the oldest review no agent has picked up, now picked up; else None."""
+        return self.reviews.claim(token=token)
 
-    def _review(self, conn: Connection, id: str) -> Review:
-        row = self._tables.row(conn, "reviews", id)
-        if row is None:
-            raise ReviewNotFound(id)
-        annotations = self._tables.query(
-            conn, "SELECT * FROM annotations WHERE review_id = ? ORDER BY rowid", (id,)
-        )
-        notes = self._tables.query(
-            conn, "SELECT * FROM page_notes WHERE review_id = ? ORDER BY rowid", (id,)
-        )
-        return Review(
-            id=row["id"],
-            mode=row["mode"],
-            message=row["message"] or "",
-            author=row["author"],
-            created_at=row["created_at"],
-            picked_up_at=row["picked_up_at"],
-            done_at=row["done_at"],
-            annotations=tuple(self._items.objects(conn, "annotations", annotations)),
-            page_notes=tuple(self._items.objects(conn, "page_notes", notes)),
-        )
+    def wait_for_review(
+        self,
+        timeout_s: float = 50.0,
+        *,
+        poll_s: float = 0.25,
+        stop: threading.Event | None = None,
+        token: str | None = None,
+    ) -> Review | None:
+        """`Reviews.wait`: claim the oldest review, waiting up to `timeout_s` for one."""
+        return self.reviews.wait(timeout_s, poll_s=poll_s, stop=stop, token=token)
 
     # -- the whole store ----------------------------------------------------------------------
 
@@ -1141,55 +1046,6 @@ class Store:
         """`People.person_for_token`: the person whose live token this is, else None."""
         return self.people.person_for_token(token)
 
-    # -- the agent's side (issue #7) ----------------------------------------------------------
-
-    def wait_for_review(
-        self,
-        timeout_s: float = 50.0,
-        *,
-        poll_s: float = 0.25,
-        stop: threading.Event | None = None,
-        token: str | None = None,
-    ) -> Review | None:
-        """Claim the oldest review no agent has picked up, waiting up to `timeout_s` seconds for
-        one ("Send to agent", from any process); None when none came or `stop` was set.
-        `token`: the caller's personal token, checked at each poll and in the claim
-        (`Unauthorized` as soon as it is revoked).
-
-        Polls a one-row read every `poll_s`, at once when another server on the same PostgreSQL
-        database notifies a change (`subscribe`); only a review found takes the write lock.
-        """
-        deadline = time.monotonic() + max(0.0, timeout_s)
-        stop = stop or threading.Event()
-        woken = threading.Event()
-        unsubscribe = self.subscribe(woken.set)
-        try:
-            return self._wait_for_review(deadline, poll_s, stop, woken, token)
-        finally:
-            unsubscribe()
-
-    def _wait_for_review(
-        self,
-        deadline: float,
-        poll_s: float,
-        stop: threading.Event,
-        woken: threading.Event,
-        token: str | None,
-    ) -> Review | None:
-        while not stop.is_set():
-            woken.clear()
-            with self._tx(write=False) as conn:
-                self.people.check_live(conn, token)
-                pending = conn.execute(
-                    "SELECT 1 FROM reviews WHERE picked_up_at IS NULL AND done_at IS NULL LIMIT 1"
-                ).fetchone()
-            review = self.claim_review(token=token) if pending else None
-            left = deadline - time.monotonic()
-            if review is not None or left <= 0:
-                return review
-            woken.wait(min(poll_s, left))
-        return None
-
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -1206,13 +1062,6 @@ def _replaced(value: Any) -> str:
         raise EmptyReplacedText()
     validate.text(value, "replacedText", validate.MAX_SELECTED_TEXT)
     return value
-
-
-def _refuse_resolved(table: str, row: Row, action: str) -> None:
-    if row["status"] == "resolved":
-        raise InvalidTransition(
-            f'Cannot {action}: {LABELS[table].lower()} "{row["id"]}" is resolved; reopen it first'
-        )
 
 
 _annotation_row: Callable[[Annotation], tuple[Any, ...]] = ANNOTATION.row_of()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from . import validation as validate
 from .backends import Backend, Connection, Rows
 from .backends.sqlite import now
-from .errors import AnnotationNotFound, PageNoteNotFound
+from .errors import AnnotationNotFound, InvalidTransition, PageNoteNotFound
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 from .identity import Person
 from .models import (
@@ -49,6 +49,7 @@ __all__ = [
     "kind_of",
     "new_id",
     "pause_gc",
+    "refuse_resolved",
     "threads",
     "who",
 ]
@@ -156,6 +157,14 @@ def kind_of(table: str) -> str:
 
 def who(by: Person | None) -> str | None:
     return None if by is None else by.name
+
+
+def refuse_resolved(table: str, row: Row, action: str) -> None:
+    """`InvalidTransition` when the note of `row` (in `table`) is resolved: reopen it first."""
+    if row["status"] == "resolved":
+        raise InvalidTransition(
+            f'Cannot {action}: {LABELS[table].lower()} "{row["id"]}" is resolved; reopen it first'
+        )
 
 
 def ago(seconds: float) -> str:
