@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from . import agents, backends, importing, inline
+from . import agents, backends, importing, inline, shows
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
@@ -724,8 +724,8 @@ def wait(ctx: Ctx, timeout: float) -> None:
 @click.argument("id")
 @click.option(
     "--wait",
-    type=click.FloatRange(0, store_module.MAX_SHOW_WAIT_S),
-    default=store_module.SHOW_WAIT_S,
+    type=click.FloatRange(0, shows.MAX_SHOW_WAIT_S),
+    default=shows.SHOW_WAIT_S,
     show_default=True,
     help="Seconds to wait at most for the open views to answer.",
 )

@@ -3,10 +3,12 @@ What the store's verbs answer, and the reviews' notes (annotate/reviews.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Literal, overload
 
 from .backends import Backend, Connection
+from .filters import Filter
 from .models import Annotation, PageNote, Reply
 from .sources import Sources
 from .tables import (
@@ -28,6 +30,7 @@ class Items:
     """Rows of the two kinds of note into objects, each with its thread of replies."""
 
     def __init__(self, backend: Backend, sources: Sources) -> None:
+        self._file = backend
         self._tables = Tables(backend)
         self._sources = sources
 
@@ -118,3 +121,44 @@ class Items:
             return decode_annotation(row, tuple(decode_reply(r) for r in replies()))
 
         return load
+
+    def annotations(self, found: Filter, *, as_json: bool) -> list[Annotation] | str:
+        """The annotations `found` selects, in creation order, as objects or as the JSON array
+        of their `to_dict()`s (`Store.list_annotations`); only those are reconciled."""
+        where, params = found.where()
+        page, window = found.page()
+        ordered = f"SELECT * FROM annotations WHERE {where} ORDER BY rowid{page}"
+        # Without a page, the notes to reconcile need no order: an aggregate over an ordered
+        # subquery would copy every row first.
+        scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
+        with self._sources.reading(scope, [*params, *window]) as conn:
+            if as_json and self._file.writes_rows:
+                return self._file.annotations_json(conn, where, page, [*params, *window])
+            # The notes and their replies sent together and read after the transaction: on
+            # PostgreSQL they come with its commit, one round trip.
+            ids = (
+                f"SELECT id FROM ({ordered}) AS o"
+                if page
+                else f"SELECT id FROM annotations WHERE {where}"
+            )
+            notes = self._tables.send(conn, ordered, [*params, *window])
+            replies = self._tables.send(
+                conn,
+                f"SELECT * FROM replies WHERE parent_id IN ({ids}) ORDER BY rowid",
+                [*params, *window],
+            )
+        by_note = threads(replies())
+        listed = [decode_annotation(r, tuple(by_note.get(r["id"], ()))) for r in notes()]
+        if not as_json:
+            return listed
+        # A database that does not write it (PostgreSQL): the same JSON from the objects.
+        return json.dumps([a.to_dict() for a in listed], ensure_ascii=False, separators=(",", ":"))
+
+    def page_notes(self, found: Filter) -> list[PageNote]:
+        """The page notes `found` selects, in creation order (`Store.list_page_notes`)."""
+        where, params = found.where()
+        with self._file.transaction(write=False) as conn:
+            rows = self._tables.query(
+                conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params
+            )
+            return self.objects(conn, "page_notes", rows)

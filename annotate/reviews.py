@@ -99,6 +99,8 @@ class Reviews:
         stamp: str,
         author: str | None = None,
     ) -> str:
+        """A new review of `fields`, in `conn`'s transaction (`Store.reopen` makes one for a
+        follow-up); its id."""
         id = new_id("rv")
         self._tables.insert(conn, "reviews", {"id": id, **fields, "created_at": stamp})
         self._tables.record(conn, "review", id, "created", None, author)
@@ -111,6 +113,7 @@ class Reviews:
             return self._review(conn, id)
 
     def all(self, *, pending_only: bool = False) -> list[Review]:
+        """Every review in creation order (`pending_only`: those no agent has picked up)."""
         sql = "SELECT id FROM reviews"
         if pending_only:
             sql += " WHERE picked_up_at IS NULL AND done_at IS NULL"

@@ -24,8 +24,34 @@ from .errors import StoreReadOnlyError
 from .models import Build
 from .tables import IN_CHUNK, Row, Tables
 
-__all__ = ["ALL_ANNOTATIONS", "CLOSEST_PAGES", "Project", "Sources"]
+__all__ = [
+    "ALL_ANNOTATIONS",
+    "CLOSEST_PAGES",
+    "ORIGINAL_COLUMNS",
+    "SOURCE_COLUMNS",
+    "Project",
+    "Sources",
+]
 
+# The columns that say where a note stands in its Markdown file.
+SOURCE_COLUMNS = (
+    "source_file",
+    "source_mtime",
+    "source_path",
+    "source_line_start",
+    "source_line_end",
+    "source_excerpt",
+    "source_kind",
+    "source_object",
+    "anchor_score",
+)
+# The source a text note had when it was made (Annotation.original_source).
+ORIGINAL_COLUMNS = {
+    "original_path": "source_path",
+    "original_line_start": "source_line_start",
+    "original_line_end": "source_line_end",
+    "original_excerpt": "source_excerpt",
+}
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -269,6 +295,24 @@ class Sources:
             return False
         values.update(update)
         return reconcile.changed(planned, update)
+
+    def build_columns(self) -> dict[str, Any]:
+        """The columns of a new note that say which build it was made on (`Store.build`)."""
+        build = self._project.build
+        if build is None:
+            return {}
+        return {"build_branch": build.branch, "build_commit": build.commit}
+
+    def place(self, row: dict[str, Any], registered: Mapping[str, str | None]) -> None:
+        """Add to new annotation `row` where it stands in its page's Markdown, located at once
+        (`registered`: the files of pages `page` read); a text note keeps that as its original
+        source too."""
+        blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
+        update = reconcile.plan([blank | row], self.locator(registered), force=True)
+        row.update(update.get(row["id"], {}))
+        if row["type"] == "text":
+            # What the reviewer saw: the change since then is shown once the note is addressed.
+            row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
 
     def reconcile(self, *, force: bool = False) -> int:
         """Check every annotation against its Markdown file now; return how many were updated."""

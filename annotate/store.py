@@ -13,7 +13,8 @@ that moves a note's target locates it again inside its own write transaction (`S
 backend, reached from the store and through the same calls as before: `store.people` (personal
 tokens), `store.sources` (Markdown files, page URLs), `store.feed` (the change feed, history),
 `store.shows` (pointing a view at a note), `store.reviews` ("Send to agent", the agent's wait),
-`store.bulk` (every note at once: export, summary, purge, import). docs/architecture.md.
+`store.anchors` (selectors on the rendered page), `store.bulk` (every note at once: export,
+summary, purge, import). docs/architecture.md, "Where a new noun goes".
 """
 
 from __future__ import annotations
@@ -29,15 +30,13 @@ from typing import Any, Literal, overload
 import sqlite_utils
 
 from . import build as builds
-from . import reconcile
 from . import validation as validate
+from .anchors import Anchors
 from .backends import Backend, Connection, ExportRows, is_url, open_backend
 from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
 from .bulk import Bulk
 from .errors import (
     AnnotationNotFound,
-    EmptyReplacedText,
-    EmptyReply,
     InvalidTransition,
     NotATextAnnotation,
     PageNoteNotFound,
@@ -45,32 +44,18 @@ from .errors import (
     ValidationError,
 )
 from .feed import Feed
-from .fields import SELECTION
 from .filters import Filter
 from .identity import Person, check
 from .items import Items
-from .models import (
-    Annotation,
-    Build,
-    HistoryEntry,
-    PageNote,
-    Review,
-    Shown,
-    Summary,
-)
+from .models import Annotation, Build, HistoryEntry, PageNote, Review, Shown, Summary
 from .people import People
 from .project import find_project
 from .reviews import Reviews
-from .shows import MAX_SHOW_WAIT_S as MAX_SHOW_WAIT_S
-from .shows import SHOW_WAIT_S as SHOW_WAIT_S
-from .shows import SHOWN_KEPT_S as SHOWN_KEPT_S
-from .shows import Shows
+from .shows import SHOW_WAIT_S, Shows
 from .sources import ALL_ANNOTATIONS, Sources
 from .tables import (
-    IN_CHUNK,
     LABELS,
     Item,
-    Row,
     Tables,
     decode_annotation,
     decode_page_note,
@@ -79,7 +64,6 @@ from .tables import (
     new_id,
     pause_gc,
     refuse_resolved,
-    threads,
     who,
 )
 
@@ -96,25 +80,6 @@ __all__ = [
     "pause_gc",
     "project_db_path",
 ]
-
-SOURCE_COLUMNS = (
-    "source_file",
-    "source_mtime",
-    "source_path",
-    "source_line_start",
-    "source_line_end",
-    "source_excerpt",
-    "source_kind",
-    "source_object",
-    "anchor_score",
-)
-# The source a text note had when it was made (Annotation.original_source).
-ORIGINAL_COLUMNS = {
-    "original_path": "source_path",
-    "original_line_start": "source_line_start",
-    "original_line_end": "source_line_end",
-    "original_excerpt": "source_excerpt",
-}
 
 
 def project_db_path(project: str | os.PathLike[str] = ".") -> Path:
@@ -187,6 +152,7 @@ class Store:
         self._tables = Tables(self._file)
         self.people = People(self._file)
         self.sources = Sources(self._file, self)
+        self.anchors = Anchors(self._file, self.sources)
         self._items = Items(self._file, self.sources)
         self.feed = Feed(self._file)
         self.shows = Shows(self._file, self.sources)
@@ -264,13 +230,6 @@ class Store:
         Only a wake-up, never the truth (`changes` is); SQLite never calls it (readers poll)."""
         return self._file.subscribe(callback)
 
-    def _build_columns(self) -> dict[str, Any]:
-        """The columns of a new note that say which build it was made on (`self.build`)."""
-        build = self.build
-        if build is None:
-            return {}
-        return {"build_branch": build.branch, "build_commit": build.commit}
-
     # -- annotations --------------------------------------------------------------------------
 
     def add_annotation(self, data: Mapping[str, Any], *, by: Person | None = None) -> Annotation:
@@ -294,14 +253,9 @@ class Store:
             "anchor_state": "anchored",
             "created_at": stamp,
             "updated_at": stamp,
-            **self._build_columns(),
+            **self.sources.build_columns(),
         }
-        blank = dict.fromkeys(SOURCE_COLUMNS) | {"replaced_text": None}
-        update = reconcile.plan([blank | row], self.sources.locator(registered), force=True)
-        row.update(update.get(row["id"], {}))
-        if row["type"] == "text":
-            # What the reviewer saw: the change since then is shown once the note is addressed.
-            row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
+        self.sources.place(row, registered)
         with self._tx(write=True) as conn:
             self._tables.insert(conn, "annotations", row)
             self._tables.record(conn, "annotation", row["id"], "created", row["page_url"], who(by))
@@ -378,34 +332,7 @@ class Store:
             offset=offset,
             branch=branch,
         )
-        where, params = found.where()
-        page, window = found.page()
-        ordered = f"SELECT * FROM annotations WHERE {where} ORDER BY rowid{page}"
-        # Without a page, the notes to reconcile need no order: an aggregate over an ordered
-        # subquery would copy every row first.
-        scope = ordered if page else f"SELECT * FROM annotations WHERE {where}"
-        with self.sources.reading(scope, [*params, *window]) as conn:
-            if as_json and self._file.writes_rows:
-                return self._file.annotations_json(conn, where, page, [*params, *window])
-            # The notes and their replies sent together and read after the transaction: on
-            # PostgreSQL they come with its commit, one round trip.
-            ids = (
-                f"SELECT id FROM ({ordered}) AS o"
-                if page
-                else f"SELECT id FROM annotations WHERE {where}"
-            )
-            notes = self._tables.send(conn, ordered, [*params, *window])
-            replies = self._tables.send(
-                conn,
-                f"SELECT * FROM replies WHERE parent_id IN ({ids}) ORDER BY rowid",
-                [*params, *window],
-            )
-        by_note = threads(replies())
-        listed = [decode_annotation(r, tuple(by_note.get(r["id"], ()))) for r in notes()]
-        if not as_json:
-            return listed
-        # A database that does not write it (PostgreSQL): the same JSON from the objects.
-        return json.dumps([a.to_dict() for a in listed], ensure_ascii=False, separators=(",", ":"))
+        return self._items.annotations(found, as_json=as_json)
 
     def edit_annotation(
         self, id: str, changes: Mapping[str, Any], *, by: Person | None = None
@@ -428,7 +355,7 @@ class Store:
         self, id: str, replaced_text: str, *, by: Person | None = None
     ) -> Annotation:
         """Record the text the agent put in place of the quote, and locate the note by it."""
-        text = _replaced(replaced_text)
+        text = validate.replaced_text(replaced_text)
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id)
             if table != "annotations" or row["type"] != "text":
@@ -446,50 +373,12 @@ class Store:
     def text_selector_rows(
         self, page_url: str, *, include_resolved: bool = False
     ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
-        """The selector of each text annotation of a page, in creation order, as plain tuples
-        `(id, exact, prefix, suffix, start, end, replaced_text)`: cheap to compare, for the anchor
-        route, which remembers its answers (annotate/anchoring/pagecache.py).
-
-        No replies and no Markdown reconciliation: positions in the page text do not depend on
-        them.
-        """
-        page_url = self.page_url(page_url)
-        sql = (
-            "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
-            "coalesce(quote_prefix, ''), coalesce(quote_suffix, ''), position_start, "
-            "position_end, nullif(replaced_text, '') FROM annotations "
-            # A deleted passage has nothing to highlight: re-anchoring it would mark whatever
-            # text now stands where it was.
-            "WHERE page_url = ? AND type = 'text' AND anchor_state != 'removed'"
-        )
-        if not include_resolved:
-            sql += " AND status != 'resolved'"
-        with self._tx(write=False) as conn:
-            cur = conn.cursor()
-            cur.row_factory = None  # plain tuples: a page load reads every note of the page
-            return cur.execute(sql + " ORDER BY rowid", (page_url,)).fetchall()
+        """`Anchors.text_selectors`: the selector of each text annotation of a page, as tuples."""
+        return self.anchors.text_selectors(page_url, include_resolved=include_resolved)
 
     def selections(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Where each of these annotations was selected on its page, as its client reported it
-        (`fields.SELECTION`: `inCode`, `occurrence`, input only): `{id: {key: value}}`, the keys
-        known, for the notes that know either. For `annotate mcp --remote`, which locates the
-        notes in its own checkout (annotate/mcp_remote.py)."""
-        wanted = list(dict.fromkeys(ids))
-        cols = ", ".join(f.col for f in SELECTION)
-        known = " OR ".join(f"{f.col} IS NOT NULL" for f in SELECTION)
-        out: dict[str, dict[str, Any]] = {}
-        with self._tx(write=False) as conn:
-            for at in range(0, len(wanted), IN_CHUNK):
-                some = wanted[at : at + IN_CHUNK]
-                marks = ", ".join("?" * len(some))
-                sql = f"SELECT id, {cols} FROM annotations WHERE id IN ({marks}) AND ({known})"
-                for id, *values in conn.execute(sql, some).fetchall():
-                    out[id] = {
-                        f.key: bool(v) if f.type == "boolean" else v
-                        for f, v in zip(SELECTION, values, strict=True)
-                        if v is not None
-                    }
-        return out
+        """`Anchors.selections`: where each annotation was selected, as its client reported."""
+        return self.anchors.selections(ids)
 
     # -- Markdown sources and page URLs (annotate/sources.py) ----------------------------------
 
@@ -566,7 +455,7 @@ class Store:
         the agent deleted the annotated text as asked; the note becomes `removed` and
         re-anchoring leaves it be (it would find other text there).
         """
-        text = None if replaced_text is None else _replaced(replaced_text)
+        text = None if replaced_text is None else validate.replaced_text(replaced_text)
         if not isinstance(deleted, bool):
             raise ValidationError("deleted must be true or false", "deleted")
         if deleted and text is not None:
@@ -575,7 +464,7 @@ class Store:
                 "deleted",
             )
         if message is not None:
-            _reply_text(message)
+            validate.reply_message(message)
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id, kind)
             if text is not None and (table != "annotations" or row["type"] != "text"):
@@ -630,7 +519,7 @@ class Store:
             author = by.name
         if role not in ("reviewer", "agent"):
             raise ValidationError(f"role must be 'reviewer' or 'agent', got {role!r}", "role")
-        _reply_text(message)
+        validate.reply_message(message)
         author = validate.text(author, "author", validate.MAX_AUTHOR) or None
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id, kind)
@@ -743,15 +632,12 @@ class Store:
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id, kind)
             check(by, "delete", f'{LABELS[table].lower()} "{id}"', row["author"])
-            self._delete_row(conn, table, row, who(by))
-
-    def _delete_row(
-        self, conn: Connection, table: str, row: Row, author: str | None = None
-    ) -> None:
-        conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
-        conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
-        self._tables.record(conn, kind_of(table), row["id"], "deleted", row["page_url"], author)
-        self.reviews.settle(conn, row["review_id"])
+            conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
+            conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
+            self._tables.record(
+                conn, kind_of(table), row["id"], "deleted", row["page_url"], who(by)
+            )
+            self.reviews.settle(conn, row["review_id"])
 
     # -- page notes ---------------------------------------------------------------------------
 
@@ -767,7 +653,7 @@ class Store:
             "status": "open",
             "created_at": stamp,
             "updated_at": stamp,
-            **self._build_columns(),
+            **self.sources.build_columns(),
         }
         with self._tx(write=True) as conn:
             self._tables.insert(conn, "page_notes", row)
@@ -795,12 +681,7 @@ class Store:
             include_resolved=include_resolved,
             branch=branch,
         )
-        where, params = found.where()
-        with self._tx(write=False) as conn:
-            rows = self._tables.query(
-                conn, f"SELECT * FROM page_notes WHERE {where} ORDER BY rowid", params
-            )
-            return self._items.objects(conn, "page_notes", rows)
+        return self._items.page_notes(found)
 
     def edit_page_note(
         self, id: str, changes: Mapping[str, Any], *, by: Person | None = None
@@ -913,20 +794,3 @@ class Store:
     def person_for_token(self, token: str) -> Person | None:
         """`People.person_for_token`: the person whose live token this is, else None."""
         return self.people.person_for_token(token)
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _reply_text(message: Any) -> str:
-    if not isinstance(message, str) or not message.strip():
-        raise EmptyReply()
-    validate.text(message, "message", validate.MAX_REPLY)
-    return message
-
-
-def _replaced(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise EmptyReplacedText()
-    validate.text(value, "replacedText", validate.MAX_SELECTED_TEXT)
-    return value

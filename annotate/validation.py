@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from .errors import ValidationError
+from .errors import EmptyReplacedText, EmptyReply, ValidationError
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
 from .models import INTENTS, REVIEW_MODES
 
@@ -421,3 +421,20 @@ def review_input(data: Any) -> dict[str, Any]:
         "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
         "ids": ids,
     }
+
+
+def reply_message(message: Any) -> str:
+    """A reply's text: not blank (`EmptyReply`), within `MAX_REPLY`."""
+    if not isinstance(message, str) or not message.strip():
+        raise EmptyReply()
+    text(message, "message", MAX_REPLY)
+    return message
+
+
+def replaced_text(value: Any) -> str:
+    """The text an agent put in place of a quote: not blank (`EmptyReplacedText`), within
+    `MAX_SELECTED_TEXT`."""
+    if not isinstance(value, str) or not value.strip():
+        raise EmptyReplacedText()
+    text(value, "replacedText", MAX_SELECTED_TEXT)
+    return value

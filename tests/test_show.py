@@ -20,7 +20,8 @@ import annotate
 from annotate.cli import cli
 from annotate.compose import build_server
 from annotate.errors import AnnotationNotFound, ShowNotFound, ValidationError
-from annotate.store import SHOWN_KEPT_S, Store
+from annotate.shows import SHOWN_KEPT_S
+from annotate.store import Store
 from annotate.tables import ago
 from annotate.web import create_app
 
