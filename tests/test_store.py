@@ -428,7 +428,9 @@ def test_text_selector_rows_of_a_page(store: Store) -> None:
 def test_the_store_imports_none_of_its_clients() -> None:
     # Export, import and context are modules over the store's public methods: no circle.
     package = Path(annotate.__file__).parent
-    for module in ("store", "dbfile", "filters"):
+    # The nouns beside the store (issue #28 item 2) neither.
+    nouns = ("tables", "items", "sources", "anchors", "people", "feed", "shows", "reviews", "bulk")
+    for module in ("store", "dbfile", "filters", *nouns):
         tree = ast.parse((package / f"{module}.py").read_text())
         imported = {
             alias.name.split(".")[0]
@@ -444,6 +446,34 @@ def test_the_store_imports_none_of_its_clients() -> None:
     for client in ("export", "importing", "context"):
         source = (package / f"{client}.py").read_text()
         assert not re.search(r"\bstore\._", source), client
+
+
+def test_each_noun_answers_as_the_store_calls_it(store: Store) -> None:
+    # Issue #28 item 2: the store's old calls delegate to its nouns, answer for answer.
+    store.register_pages({"/guide/install/": "docs/guide/install.md"})
+    a = store.add_annotation(text_note())
+    review = store.create_review({"mode": "edit", "message": "go"})
+    token = store.people.add_token("bob", "agent")
+    assert store.list_tokens() == store.people.list_tokens() != []
+    assert store.person_for_token(token) == store.people.person_for_token(token) is not None
+    assert store.get_review(review.id) == store.reviews.get(review.id)
+    assert store.list_reviews(pending_only=True) == store.reviews.all(pending_only=True)
+    claimed = store.reviews.wait(0, token=token)
+    assert claimed is not None and claimed.id == review.id and claimed.picked_up_at
+    assert store.wait_for_review(0) is None
+    assert store.changes(0) == store.feed.changes(0)
+    assert store.history(a.id) == store.feed.history(a.id)
+    assert [h.action for h in store.history(a.id)] == ["created"]
+    assert store.page_url("guide/install") == store.sources.page_url("guide/install")
+    assert store.page_file("/guide/install/") == store.sources.page_file("/guide/install/")
+    assert store.summary() == store.bulk.summary()
+    assert store.text_selector_rows("/guide/install/") == store.anchors.text_selectors(
+        "/guide/install/"
+    )
+    assert store.shows.show(a.id, wait=0) == 0  # no view open
+    store.people.revoke_token("bob")
+    with pytest.raises(annotate.Unauthorized):
+        store.claim_review(token=token)
 
 
 def _statements(store: Store, call: Any) -> tuple[Any, list[str]]:
