@@ -243,6 +243,27 @@ MIGRATIONS += [
         max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1,
     )
 ]
+
+
+def _pull_requests(db: Any) -> None:
+    # issue #30 (docs/pull-requests.md): which review comment each note became on which pull or
+    # merge request, so pushing again never posts it twice, and which replies there were
+    # already brought back into the note's thread. NOUNS.md numbers it schema 11 (after plans,
+    # 9, and screenshots, 10); on a branch without them it is the next version.
+    db.execute(
+        "CREATE TABLE pr_links (note_id TEXT NOT NULL, host TEXT NOT NULL, repo TEXT NOT NULL, "
+        "number BIGINT NOT NULL, placement TEXT NOT NULL, comment_id TEXT, path TEXT, "
+        "line_start BIGINT, line_end BIGINT, excerpt TEXT, suggestion TEXT, posted_at TEXT "
+        "NOT NULL, PRIMARY KEY (note_id, host, repo, number))"
+    )
+    db.execute(
+        "CREATE TABLE pr_replies (host TEXT NOT NULL, repo TEXT NOT NULL, number BIGINT NOT NULL, "
+        "remote_id TEXT NOT NULL, note_id TEXT NOT NULL, at TEXT NOT NULL, "
+        "PRIMARY KEY (host, repo, number, remote_id))"
+    )
+
+
+MIGRATIONS.append(_pull_requests)
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
     {
@@ -254,6 +275,8 @@ OWN_TABLES = frozenset(
         "pages",
         "shown",
         "tokens",
+        "pr_links",
+        "pr_replies",
         "schema_version",
     }
 )

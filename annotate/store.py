@@ -70,6 +70,7 @@ from .models import (
     TextQuote,
 )
 from .project import find_project
+from .pullrequests.links import PullRequestLinks
 
 __all__ = [
     "DEFAULT_DIR",
@@ -212,6 +213,7 @@ class Store:
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+        self.pull_requests = PullRequestLinks(self._file)  # issue #30
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
