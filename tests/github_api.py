@@ -68,6 +68,10 @@ class GitHubState:
     posts_left: int | None = None
     next_id: int = 1000
     per_page_max: int = 100
+    # The diff context the review POST checks lines against: 3, as the files' patches, unless a
+    # test makes GitHub's view of the diff narrower than what the client read (a pull request
+    # updated between the read and the post).
+    review_context: int = 3
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -76,10 +80,10 @@ class GitHubState:
     def sha(self, ref: str) -> str:
         return git(self.repo, "rev-parse", ref)
 
-    def patches(self, pr: PullRequest) -> dict[str, tuple[str, str]]:
+    def patches(self, pr: PullRequest, context: int = 3) -> dict[str, tuple[str, str]]:
         """filename -> (status, patch) of the pull request's diff (three-dot, as GitHub)."""
         base = git(self.repo, "merge-base", pr.base_ref, pr.head_ref)
-        diff = git(self.repo, "diff", "--no-color", "-U3", base, self.sha(pr.head_ref))
+        diff = git(self.repo, "diff", "--no-color", f"-U{context}", base, self.sha(pr.head_ref))
         out: dict[str, tuple[str, str]] = {}
         for chunk in re.split(r"^diff --git ", diff, flags=re.MULTILINE)[1:]:
             head, _, body = chunk.partition("\n@@")
@@ -94,8 +98,8 @@ class GitHubState:
             out[filename] = (status, ("@@" + body) if body else "")
         return out
 
-    def hunks(self, pr: PullRequest, path: str) -> list[tuple[int, int]]:
-        patch = self.patches(pr).get(path, ("", ""))[1]
+    def hunks(self, pr: PullRequest, path: str, context: int = 3) -> list[tuple[int, int]]:
+        patch = self.patches(pr, context).get(path, ("", ""))[1]
         ranges = []
         for m in _HUNK.finditer(patch):
             start, count = int(m[1]), 1 if m[2] is None else int(m[2])
@@ -266,7 +270,7 @@ def create_app(state: GitHubState) -> Starlette:
             )
         files = state.patches(pr)
         for c in body.get("comments") or []:
-            hunks = state.hunks(pr, c.get("path", ""))
+            hunks = state.hunks(pr, c.get("path", ""), state.review_context)
             first, last = c.get("start_line", c.get("line")), c.get("line")
             if c.get("path") not in files or not any(
                 lo <= (first or 0) and (last or 0) <= hi for lo, hi in hunks

@@ -38,11 +38,14 @@ MAIN = [
     "",
     "That is all.",
 ]
-# The branch's change: line 33 reworded, line 34 added.
+# The branch's change: line 33 reworded, lines 34-37 added.
 BRANCH = [
     *MAIN[:32],
     "Add the plugin to mkdocs.yml, then restart the server.",
     "This sentence is new and says nothing.",
+    "",
+    "A paragraph over",
+    "two lines, also new.",
     *MAIN[33:],
 ]
 OTHER = "# Other\n\nA page this pull request does not touch.\n"
@@ -139,7 +142,11 @@ def add_notes(store: Any) -> dict[str, str]:
             note="Say which pages it touches.",
         )
     )
+    span = store.add_annotation(
+        text("over two lines", "A paragraph ", ", also new.", note="One line is enough.")
+    )
     page = store.add_page_note({"pageUrl": "/guide/install/", "note": "Add a table of contents."})
+    assert span.source.lines == "docs/guide/install.md:36-37"
     assert line.source.lines == "docs/guide/install.md:33"
     assert gone.source.lines == "docs/guide/install.md:34"
     assert outside.source.lines == "docs/guide/install.md:3"
@@ -149,6 +156,7 @@ def add_notes(store: Any) -> dict[str, str]:
         "outside": outside.id,
         "other": other.id,
         "page": page.id,
+        "span": span.id,
     }
 
 
@@ -184,7 +192,10 @@ def test_push_posts_one_review_placed_by_the_diff(store: Any, github: Any) -> No
         ids["outside"]: "file",
         ids["other"]: "body",
         ids["page"]: "body",
+        ids["span"]: "line",
     }
+    span = by_marker(state, ids["span"])
+    assert (span["start_line"], span["line"]) == (36, 37)
     line = by_marker(state, ids["line"])
     assert (line["path"], line["line"], line["subject_type"]) == (
         "docs/guide/install.md",
@@ -231,7 +242,7 @@ def test_a_push_cut_short_loses_nothing_and_repeats_nothing(store: Any, github: 
     with pytest.raises(pullrequests.RateLimited, match=r"\(429\): retry in 60 s"):
         pullrequests.push(store, api_url=url)
     linked = store.pull_requests.links(pullrequests.Target(url, "acme/docs", 7))
-    assert set(linked) == {ids["line"], ids["gone"], ids["other"], ids["page"]}
+    assert set(linked) == set(ids.values()) - {ids["outside"]}
     state.posts_left = None
     done = pullrequests.push(store, api_url=url)
     assert [s.note for s in done.sent] == [ids["outside"]]
@@ -253,6 +264,27 @@ def test_notes_already_on_the_pull_request_are_found_by_their_marker(
     done = pullrequests.push(store, api_url=url)
     assert done.sent == [] and sorted(done.already) == sorted(ids.values())
     assert len(posts(state)) == before
+
+
+def test_a_refused_line_comment_goes_as_a_file_comment(store: Any, github: Any) -> None:
+    # GitHub's diff narrower at the post than the files read before (the pull request moved):
+    # the review is refused for a context line; the push still posts every note, once.
+    state, url = github
+    state.review_context = 0
+    ids = add_notes(store)
+    context = store.add_annotation(text("That is all", "", ".", note="End with a link."))
+    done = pullrequests.push(store, api_url=url)
+    assert any("GitHub refused the line comments" in w for w in done.warnings)
+    assert len(state.reviews) == 1
+    demoted = by_marker(state, context.id)
+    assert demoted["subject_type"] == "file" and "```text\n" not in demoted["body"]
+    line = by_marker(state, ids["line"])
+    assert line["subject_type"] == "file" and "```text\nAdd the plugin" in line["body"]
+    assert sum(f"annotate:{context.id}" in c["body"] for c in state.comments) == 1
+    assert set(store.pull_requests.links(pullrequests.Target(url, "acme/docs", 7))) == {
+        *ids.values(),
+        context.id,
+    }
 
 
 def test_the_emulator_refuses_a_whole_review_for_one_line_outside_the_diff(github: Any) -> None:
@@ -311,7 +343,7 @@ def test_dry_run_prints_the_requests_sends_nothing_and_never_the_token(
         f"{url}/repos/acme/docs/pulls/7/comments",
     ]
     review = requests[0]["json"]
-    assert review["event"] == "COMMENT" and len(review["comments"]) == 2
+    assert review["event"] == "COMMENT" and len(review["comments"]) == 3
     assert requests[1]["json"]["subject_type"] == "file"
     assert f"annotate:{ids['outside']}" in requests[1]["json"]["body"]
     assert posts(state) == [] and state.reviews == []
@@ -324,11 +356,11 @@ def test_push_from_the_cli(store: Any, github: Any, on: list[str]) -> None:
     args = ["pr", "push", "--repo", "acme/docs", "--pr", "7", "--api-url", url, *on]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("Posted 5 notes to acme/docs#7 (COMMENT).\n")
+    assert result.output.startswith("Posted 6 notes to acme/docs#7 (COMMENT).\n")
     assert ": file comment at docs/guide/install.md:3\n" in result.output
     again = CliRunner().invoke(cli, [*args, "--json"])
     data = json.loads(again.output)
-    assert data["sent"] == [] and len(data["already"]) == 5
+    assert data["sent"] == [] and len(data["already"]) == 6
 
 
 # -- pull --------------------------------------------------------------------------------------
@@ -498,3 +530,25 @@ def test_each_command_is_one_library_call(
     result = CliRunner().invoke(cli, ["pr", verb, "--api-url", url, "--pr", "7", *on])
     assert result.exit_code == 0, result.output
     assert len(calls) == 1 and calls[0]["number"] == 7 and calls[0]["api_url"] == url
+
+
+def test_the_token_from_gh_when_the_environment_has_none(
+    store: Any, github: Any, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GitHub's CLI stands in for the user's: an executable `gh` that answers `gh auth token`.
+    state, url = github
+    tools = repo.parent / "bin"
+    tools.mkdir()
+    (tools / "git").symlink_to(shutil.which("git") or "git")
+    gh = tools / "gh"
+    gh.write_text(f'#!/bin/sh\n[ "$1 $2" = "auth token" ] && echo {TOKEN}\n')
+    gh.chmod(0o755)
+    monkeypatch.delenv("GH_TOKEN")
+    monkeypatch.setenv("PATH", str(tools))
+    add_notes(store)
+    done = pullrequests.push(store, api_url=url)
+    assert len(done.sent) == 6
+    assert {auth for *_, auth in state.log} == {f"Bearer {TOKEN}"}
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_from_the_environment")
+    with pytest.raises(pullrequests.BadToken):
+        pullrequests.push(store, api_url=url)  # the environment comes first
