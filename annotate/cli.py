@@ -1191,7 +1191,13 @@ def pr() -> None:
 
 
 def pr_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """`--repo`, `--pr` and `--api-url`, shared by `pr push` and `pr pull`."""
+    """`--repo`, `--pr`, `--api-url` and `--gitlab`, shared by `pr push` and `pr pull`."""
+    f = click.option(
+        "--gitlab",
+        metavar="URL",
+        help="A GitLab instance (https://gitlab.example.com): a merge request there. Default: "
+        "GitLab when the remote's host is named gitlab…, else GitHub.",
+    )(f)
     f = click.option(
         "--api-url",
         metavar="URL",
@@ -1225,12 +1231,19 @@ def pr_push(
     repo: str | None,
     number: int | None,
     api_url: str | None,
+    gitlab: str | None,
     event: str | None,
     dry_run: bool,
 ) -> None:
     """Post the open notes to the pull request as one review; notes already there are left out."""
     done = pullrequests.push(
-        ctx.store(), repo=repo, number=number, event=event, dry_run=dry_run, api_url=api_url
+        ctx.store(),
+        repo=repo,
+        number=number,
+        event=event,
+        dry_run=dry_run,
+        api_url=api_url,
+        gitlab=gitlab,
     )
     if dry_run and not ctx.as_json:
         # The requests as JSON (never their headers, so never the token).
@@ -1254,10 +1267,12 @@ def _pushed_text(done: pullrequests.PushResult) -> str:
 
 @command(pr, "pull")
 @pr_options
-def pr_pull(ctx: Ctx, repo: str | None, number: int | None, api_url: str | None) -> None:
+def pr_pull(
+    ctx: Ctx, repo: str | None, number: int | None, api_url: str | None, gitlab: str | None
+) -> None:
     """Bring replies on the notes' comments into their threads; a resolved thread or an applied
     suggestion marks its note addressed."""
-    done = pullrequests.pull(ctx.store(), repo=repo, number=number, api_url=api_url)
+    done = pullrequests.pull(ctx.store(), repo=repo, number=number, api_url=api_url, gitlab=gitlab)
 
     def human() -> str:
         lines = [f"{r['note']}: reply from {r['author']}" for r in done.replies]

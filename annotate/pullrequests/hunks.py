@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Hunks", "parse_patch"]
+__all__ = ["Hunks", "inside", "old_lines", "parse_patch"]
 
 _HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
@@ -30,3 +30,28 @@ def inside(hunks: Hunks, first: int, last: int) -> bool:
     """Whether lines `first` to `last` all lie in one hunk (a range across two hunks spans
     lines outside the diff)."""
     return any(lo <= first and last <= hi for lo, hi in hunks)
+
+
+def old_lines(patch: str | None) -> dict[int, int | None]:
+    """Each new-side line of the hunks -> its old-side line (None for an added line): GitLab
+    places a comment on an unchanged line by both numbers."""
+    out: dict[int, int | None] = {}
+    new = old = 0
+    in_hunk = False
+    for line in (patch or "").split("\n"):
+        found = re.match(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@", line)
+        if found:
+            old, new, in_hunk = int(found[1]), int(found[2]), True
+            continue
+        if not in_hunk or line.startswith("\\"):
+            continue
+        if line.startswith("+"):
+            out[new] = None
+            new += 1
+        elif line.startswith("-"):
+            old += 1
+        elif line.startswith(" "):
+            out[new] = old
+            new += 1
+            old += 1
+    return out

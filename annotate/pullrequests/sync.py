@@ -23,6 +23,8 @@ from ..validation import MAX_REPLY
 from .errors import HostRefused, NoPullRequest, NoToken
 from .git import Checkout, checkout
 from .github import GitHub, api_url_for, token_for
+from .gitlab import GitLab
+from .gitlab import token_for as gitlab_token_for
 from .hunks import Hunks, inside
 from .links import Link, Target
 
@@ -44,6 +46,7 @@ MARK = "<!-- annotate:{id} -->"
 _MARK = re.compile(r"<!-- annotate:([A-Za-z0-9_-]{1,64}) -->")
 # Where a reply from the host comes from, in the note's thread.
 AUTHOR = "{login} (GitHub)"
+GITLAB_AUTHOR = "{login} (GitLab)"
 # Lines quoted from a file in a file-level comment or the review's body.
 MAX_QUOTED_LINES = 12
 SUGGESTING = ("replace", "delete")
@@ -125,7 +128,7 @@ class PullResult:
 class _Where:
     """A pull request and how to reach it, with the checkout it was found from (if any)."""
 
-    host: GitHub
+    host: GitHub | GitLab
     number: int
     root: Path
     project: Path
@@ -144,6 +147,7 @@ def _resolve(
     token: str | None,
     *,
     need_token: bool,
+    gitlab: str | None = None,
 ) -> _Where:
     try:
         project = store.project_dir
@@ -160,19 +164,31 @@ def _resolve(
         raise NoPullRequest(
             "The checkout has no remote to tell the repository from: name it with --repo OWNER/NAME"
         )
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", name):
-        raise ValidationError(f"--repo must be OWNER/NAME, got {name!r}", "repo")
     remote_host = found.host if found and found.repo == name else None
-    api = (api_url or api_url_for(remote_host)).rstrip("/")
-    if not re.match(r"https?://", api):
-        raise ValidationError(f"--api-url must be an http(s) URL, got {api!r}", "api_url")
+    # GitLab when asked (--gitlab URL) or when the remote's host says so (gitlab.com,
+    # gitlab.example.com); GitHub otherwise.
+    on_gitlab = gitlab is not None or "gitlab" in (remote_host or "").split(".")[0]
+    # A GitLab project may sit in subgroups: group/sub/name.
+    shape = (
+        r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+" if on_gitlab else r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
+    )
+    if not re.fullmatch(shape, name):
+        raise ValidationError(f"--repo must be OWNER/NAME, got {name!r}", "repo")
+    if on_gitlab:
+        root_url = (gitlab or f"https://{remote_host}").rstrip("/")
+        api = (api_url or f"{root_url}/api/v4").rstrip("/")
+    else:
+        api = (api_url or api_url_for(remote_host)).rstrip("/")
+    for value, option in ((api, "--api-url"), (gitlab, "--gitlab")):
+        if value is not None and not re.match(r"https?://", value):
+            raise ValidationError(f"{option} must be an http(s) URL, got {value!r}", option[2:])
     if token is None:
         try:
-            token = token_for(remote_host)
+            token = gitlab_token_for() if on_gitlab else token_for(remote_host)
         except NoToken:
             if need_token:
                 raise
-    host = GitHub(api, name, token)
+    host: GitHub | GitLab = GitLab(api, name, token) if on_gitlab else GitHub(api, name, token)
     if number is None:
         if found is None or found.branch is None:
             raise NoPullRequest(
@@ -209,6 +225,7 @@ def push(
     dry_run: bool = False,
     api_url: str | None = None,
     token: str | None = None,
+    gitlab: str | None = None,
 ) -> PushResult:
     """Post the open notes to a pull request as one review (plus a file-level comment per note
     on lines outside its diff); notes already there are left out.
@@ -216,14 +233,18 @@ def push(
     `repo` (`OWNER/NAME`) and `number` default to the checkout's remote and the open pull
     request of its branch; `event`: "comment", "request-changes" or "approve", else the latest
     review's decision (`event_for`); `dry_run`: read the pull request, send nothing, return the
-    requests; `token` defaults to GH_TOKEN, GITHUB_TOKEN, then `gh auth token`.
+    requests; `token` defaults to GH_TOKEN, GITHUB_TOKEN, then `gh auth token`. `gitlab`: a
+    GitLab instance's URL (a remote on a host named gitlab… is one too): a merge request,
+    its notes posted as draft notes published together, the token from GITLAB_TOKEN.
     """
     if event is not None and event not in EVENTS:
         raise ValidationError(f"event must be one of {', '.join(EVENTS)}, got {event!r}", "event")
-    where = _resolve(store, repo, number, api_url, token, need_token=not dry_run)
+    where = _resolve(store, repo, number, api_url, token, need_token=not dry_run, gitlab=gitlab)
     chosen = EVENTS[event] if event is not None else event_for(_decision(store))
     gh, n, target = where.host, where.number, where.target
     result = PushResult(str(target), chosen, dry_run)
+    if isinstance(gh, GitLab):
+        return _push_gitlab(store, where, gh, result)
     pr = gh.pull_request(n)
     head = str(pr["head"]["sha"])
     if where.checkout is not None and where.checkout.head not in (None, head):
@@ -485,13 +506,16 @@ def pull(
     number: int | None = None,
     api_url: str | None = None,
     token: str | None = None,
+    gitlab: str | None = None,
 ) -> PullResult:
     """Bring the pull request's conversation back: replies on the notes' comments join their
     threads (author named), a note whose thread is resolved, or whose suggestion now stands
     in the file at the pull request's head, becomes addressed. Idempotent."""
-    where = _resolve(store, repo, number, api_url, token, need_token=True)
+    where = _resolve(store, repo, number, api_url, token, need_token=True, gitlab=gitlab)
     gh, n, target = where.host, where.number, where.target
     result = PullResult(str(target))
+    if isinstance(gh, GitLab):
+        return _pull_gitlab(store, gh, n, target, result)
     head = str(gh.pull_request(n)["head"]["sha"])  # also: a pull request that is not there
     links = store.pull_requests.links(target)
     result.linked = len(links)
@@ -502,23 +526,56 @@ def pull(
     }
     if not threads:
         return result
-    pulled = store.pull_requests.pulled(target)
     comments = sorted(gh.comments(n), key=lambda c: (str(c.get("created_at")), int(c["id"])))
-    for c in comments:
-        root, cid = str(c.get("in_reply_to_id") or ""), str(c["id"])
-        if root not in threads or cid in pulled or _MARK.search(c.get("body") or ""):
+    replies = [
+        (
+            str(c.get("in_reply_to_id") or ""),
+            str(c["id"]),
+            str((c.get("user") or {}).get("login") or "someone"),
+            c.get("body") or "",
+        )
+        for c in comments
+    ]
+    _bring_replies(store, target, threads, replies, result)
+    _settle(store, gh, head, threads, gh.resolved_threads(n), result)
+    return result
+
+
+def _bring_replies(
+    store: Store,
+    target: Target,
+    threads: dict[str, Link],
+    replies: list[tuple[str, str, str, str]],
+    result: PullResult,
+    author: str = AUTHOR,
+) -> None:
+    """Add each reply (thread's first comment id, reply id, login, text) on a note's thread that
+    is not ours and not brought back before."""
+    pulled = store.pull_requests.pulled(target)
+    for root, cid, login, text in replies:
+        if root not in threads or cid in pulled or _MARK.search(text):
             continue
         note = threads[root].note_id
-        login = str((c.get("user") or {}).get("login") or "someone")
-        message = (c.get("body") or "").strip()[:MAX_REPLY] or "(empty reply)"
+        message = text.strip()[:MAX_REPLY] or "(empty reply)"
         try:
-            store.add_reply(note, message, role="reviewer", author=AUTHOR.format(login=login))
+            store.add_reply(note, message, role="reviewer", author=author.format(login=login))
         except NotFoundError:
             pass  # the note was deleted here: its replies have nowhere to go
         else:
             result.replies.append({"note": note, "author": login, "remoteId": cid})
         store.pull_requests.mark_pulled(target, cid, note)
-    resolved = gh.resolved_threads(n)
+
+
+def _settle(
+    store: Store,
+    host: GitHub | GitLab,
+    head: str,
+    threads: dict[str, Link],
+    resolved: dict[str, bool],
+    result: PullResult,
+) -> None:
+    """Mark addressed the open notes whose thread is resolved or whose suggestion stands in the
+    file at `head`."""
     texts: dict[str, str | None] = {}
     for link in threads.values():
         status = _status(store, link.note_id)
@@ -529,13 +586,12 @@ def pull(
             why = "thread resolved"
         elif link.suggestion is not None and link.path and link.line_start:
             if link.path not in texts:
-                texts[link.path] = gh.file_text(link.path, head)
+                texts[link.path] = host.file_text(link.path, head)
             if _applied(texts[link.path], link):
                 why = "suggestion applied"
         if why is not None:
             store.address_annotation(link.note_id)
             result.addressed.append({"note": link.note_id, "why": why})
-    return result
 
 
 def _status(store: Store, id: str) -> str | None:
@@ -562,3 +618,121 @@ def _applied(text: str | None, link: Link) -> bool:
 def _contains(lines: list[str], block: list[str]) -> bool:
     k = len(block)
     return k > 0 and any(lines[i : i + k] == block for i in range(len(lines) - k + 1))
+
+
+# -- GitLab -------------------------------------------------------------------------------------
+
+
+def _push_gitlab(store: Store, where: _Where, gl: GitLab, result: PushResult) -> PushResult:
+    """`push` on a merge request: one draft note per note, then one `bulk_publish`, so the
+    merge request's people see the notes together, as a review."""
+    n, target, dry_run = where.number, where.target, result.dry_run
+    refs = gl.refs(n)
+    head = refs["head_sha"]
+    if where.checkout is not None and where.checkout.head not in (None, head):
+        result.warnings.append(
+            f"The checkout is at {str(where.checkout.head)[:12]}, the merge request's head at "
+            f"{head[:12]}: line numbers are the checkout's"
+        )
+    files = gl.files(n)
+    known = store.pull_requests.links(target)
+    notes: list[Annotation | PageNote] = [
+        *store.list_annotations(status="open"),
+        *store.list_page_notes(status="open"),
+    ]
+    result.already = [item.id for item in notes if item.id in known]
+    notes = [item for item in notes if item.id not in known]
+    if notes:
+        found = _on_gitlab(gl, n, {item.id for item in notes})
+        if found and not dry_run:
+            store.pull_requests.add(target, found)
+        result.already += [link.note_id for link in found]
+        notes = [item for item in notes if item.id not in {f.note_id for f in found}]
+    # Drafts of an earlier push that never published: published now with the rest.
+    drafted = {m for d in gl.drafts(n) for m in _MARK.findall(d.get("note") or "")}
+    plan = [_place(item, files, where) for item in notes]
+    for p in plan:
+        payload: dict[str, Any] = {"note": _gitlab_text(p)}
+        if p.placement != "body" and p.path is not None:
+            line = p.line[1] if p.placement == "line" and p.line else None
+            payload["position"] = gl.position(refs, p.path, line)
+        if dry_run:
+            result.requests.append(_request(gl.drafts_url(n), payload))
+        elif p.note not in drafted:
+            gl.post_draft(n, payload)
+        result.sent.append(_sent(p))
+    if plan or drafted:
+        if dry_run:
+            result.requests.append(_request(gl.publish_url(n), {}))
+        else:
+            gl.publish(n)
+            ids = _on_gitlab(gl, n, {p.note for p in plan})
+            by_note = {link.note_id: link.comment_id for link in ids}
+            store.pull_requests.add(target, [_linked(p, by_note.get(p.note)) for p in plan])
+    if result.event == "APPROVE":
+        if dry_run:
+            result.requests.append(_request(gl.approve_url(n), {}))
+        else:
+            gl.approve(n)
+    elif result.event == "REQUEST_CHANGES":
+        result.warnings.append(
+            "GitLab's API has no event that requests changes: the notes went as comments"
+        )
+    return result
+
+
+def _gitlab_text(p: _Planned) -> str:
+    """GitLab's suggestion block names the lines it replaces: `suggestion:-N+0`, the N lines
+    above the commented (last) line and that line."""
+    if not p.suggestion or p.line is None:
+        return p.text
+    above = p.line[1] - p.line[0]
+    return re.sub(
+        r"^(`{3,})suggestion$", rf"\1suggestion:-{above}+0", p.text, count=1, flags=re.MULTILINE
+    )
+
+
+def _on_gitlab(gl: GitLab, number: int, wanted: set[str]) -> list[Link]:
+    """Links for the notes in `wanted` whose marker opens a discussion of the merge request."""
+    found: dict[str, Link] = {}
+    for d in gl.discussions(number):
+        first = (d.get("notes") or [{}])[0]
+        for note in _MARK.findall(first.get("body") or ""):
+            if note in wanted and note not in found:
+                position = first.get("position") or {}
+                placement = (
+                    "body"
+                    if not position
+                    else "file"
+                    if position.get("position_type") == "file"
+                    else "line"
+                )
+                found[note] = Link(note, placement, str(d["id"]), position.get("new_path"))
+    return list(found.values())
+
+
+def _pull_gitlab(
+    store: Store, gl: GitLab, n: int, target: Target, result: PullResult
+) -> PullResult:
+    head = gl.refs(n)["head_sha"]
+    links = store.pull_requests.links(target)
+    result.linked = len(links)
+    # On GitLab every note opened a discussion, page notes too.
+    threads = {link.comment_id: link for link in links.values() if link.comment_id}
+    if not threads:
+        return result
+    replies: list[tuple[str, str, str, str]] = []
+    resolved: dict[str, bool] = {}
+    for d in gl.discussions(n):
+        notes = d.get("notes") or []
+        if not notes:
+            continue
+        resolved[str(d["id"])] = bool(notes[0].get("resolved"))
+        for note in notes[1:]:
+            if note.get("system"):
+                continue
+            login = str((note.get("author") or {}).get("username") or "someone")
+            replies.append((str(d["id"]), str(note["id"]), login, note.get("body") or ""))
+    _bring_replies(store, target, threads, replies, result, GITLAB_AUTHOR)
+    _settle(store, gl, head, threads, resolved, result)
+    return result
