@@ -15,12 +15,12 @@ with `retry-after`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -430,17 +430,22 @@ def reply(state: GitHubState, to: int, body: str, login: str = "bob") -> int:
     )
 
 
-@contextmanager
-def serve(state: GitHubState) -> Iterator[str]:
+def serve(state: GitHubState) -> contextlib.AbstractContextManager[str]:
     """The emulated API on 127.0.0.1 (a free port) while the block runs: its base URL."""
-    config = uvicorn.Config(create_app(state), host="127.0.0.1", port=0, log_level="error")
+    return serve_app(create_app(state))
+
+
+@contextlib.contextmanager
+def serve_app(app: Starlette) -> Iterator[str]:
+    """`app` on 127.0.0.1 (a free port) by uvicorn while the block runs: its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
-            raise AssertionError("the emulated GitHub API did not start")
+            raise AssertionError("the emulated API did not start")
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
