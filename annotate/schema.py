@@ -236,13 +236,6 @@ if _late:
         f"{', '.join(_late)}: migration versions 1 to {len(MIGRATIONS)} are annotate/schema.py's "
         f"own; a new field takes since={len(MIGRATIONS) + 1} or later"
     )
-MIGRATIONS += [
-    _new_columns(v)
-    for v in range(
-        len(MIGRATIONS) + 1,
-        max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1,
-    )
-]
 
 
 def _pull_requests(db: Any) -> None:
@@ -263,8 +256,35 @@ def _pull_requests(db: Any) -> None:
     )
 
 
-MIGRATIONS.append(_pull_requests)
+# Hand-written migrations after the first six, by the version they bring a store to; a version
+# may also add fields' columns (`since`), which run after its own step.
+LATER: dict[int, Callable[[Any], None]] = {9: _pull_requests}
+
+
+def _step(version: int) -> Callable[[Any], None]:
+    own, columns = LATER.get(version), _new_columns(version)
+
+    def migrate(db: Any) -> None:
+        if own is not None:
+            own(db)
+        columns(db)
+
+    return migrate
+
+
+MIGRATIONS += [
+    _step(v)
+    for v in range(
+        len(MIGRATIONS) + 1,
+        max(
+            max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t),
+            max(LATER),
+        )
+        + 1,
+    )
+]
 LATEST = len(MIGRATIONS)
+
 OWN_TABLES = frozenset(
     {
         "annotations",
