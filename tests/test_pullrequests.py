@@ -552,3 +552,31 @@ def test_the_token_from_gh_when_the_environment_has_none(
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_from_the_environment")
     with pytest.raises(pullrequests.BadToken):
         pullrequests.push(store, api_url=url)  # the environment comes first
+
+
+def test_pushing_again_with_an_event_posts_no_empty_review(store: Any, github: Any) -> None:
+    state, url = github
+    add_notes(store)
+    pullrequests.push(store, api_url=url, event="approve")
+    again = pullrequests.push(store, api_url=url, event="approve")
+    assert again.sent == [] and again.review_id is None
+    assert [r["state"] for r in state.reviews] == ["APPROVED"]
+
+
+@pytest.mark.sqlite_only
+def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
+    # A store written before pull requests (schema 8): opening it adds the two tables.
+    import sqlite3
+
+    annotate.open(repo).close()
+    path = repo / ".annotate" / "annotations.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE pr_links")
+        conn.execute("DROP TABLE pr_replies")
+        conn.execute("DELETE FROM schema_version WHERE version = 9")
+    conn.close()
+    with annotate.open(repo) as store:
+        assert store.schema_version == 9
+        target = pullrequests.Target("https://api.github.com", "acme/docs", 7)
+        store.pull_requests.add(target, [pullrequests.Link("a_1", "line", "11")])
+        assert store.pull_requests.links(target)["a_1"].comment_id == "11"

@@ -272,8 +272,10 @@ def push(
     lines = [p for p in plan if p.placement == "line"]
     body = [p for p in plan if p.placement == "body"]
     singles = [p for p in plan if p.placement == "file"]
-    if lines or body or chosen != "COMMENT":
-        payload = _review(head, chosen, lines, body)
+    # A review when there is something for it; an approval (or a request for changes) comes
+    # with new notes only, so pushing again posts nothing.
+    if lines or body or (singles and chosen != "COMMENT"):
+        payload = _review(head, chosen, lines, body, len(plan))
         if dry_run:
             result.requests.append(_request(gh.reviews_url(n), payload))
         else:
@@ -289,7 +291,7 @@ def push(
                 )
                 singles = [_as_file(p) for p in lines] + singles
                 lines = []
-                result.review_id = gh.post_review(n, _review(head, chosen, lines, body))
+                result.review_id = gh.post_review(n, _review(head, chosen, lines, body, len(plan)))
             ids = _markers_of(gh.review_comments(n, result.review_id)) if lines else {}
             store.pull_requests.add(
                 target,
@@ -360,8 +362,9 @@ def _markers_of(comments: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _review(head: str, event: str, lines: list[_Planned], body: list[_Planned]) -> dict[str, Any]:
-    count = len(lines) + len(body)
+def _review(
+    head: str, event: str, lines: list[_Planned], body: list[_Planned], count: int
+) -> dict[str, Any]:
     head_line = (
         f"Review notes from the rendered documentation ({count} "
         f"note{'' if count == 1 else 's'}, mkdocs-annotate)."
