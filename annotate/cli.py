@@ -1254,10 +1254,13 @@ def pr_push(
 
 def _pushed_text(done: pullrequests.PushResult) -> str:
     lines = [f"{p.note}: {p.placement} comment at {p.at}" for p in done.sent]
+    lines += [f"{r['note']}: reply {r['reply']}" for r in done.replies]
+    n, k = len(done.sent), len(done.replies)
+    said = [f"{n} note{'' if n == 1 else 's'}"] if n else []
+    said += [f"{k} repl{'y' if k == 1 else 'ies'}"] if k else []
     head = (
-        f"Posted {len(done.sent)} note{'' if len(done.sent) == 1 else 's'} to "
-        f"{done.target} ({done.event})"
-        if done.sent
+        f"Posted {' and '.join(said)} to {done.target} ({done.event})"
+        if said
         else f"Nothing new to post to {done.target}"
     )
     if done.already:

@@ -240,8 +240,8 @@ if _late:
 
 def _pull_requests(db: Any) -> None:
     # issue #30 (docs/pull-requests.md): which review comment each note became on which pull or
-    # merge request, so pushing again never posts it twice, and which replies there were
-    # already brought back into the note's thread. NOUNS.md numbers it schema 11 (after plans,
+    # merge request, so pushing again never posts it twice, and which replies (the host's id, the
+    # store's reply) are on both sides already, brought back or posted there. NOUNS.md numbers it schema 11 (after plans,
     # 9, and screenshots, 10); on a branch without them it is the next version.
     db.execute(
         "CREATE TABLE pr_links (note_id TEXT NOT NULL, host TEXT NOT NULL, repo TEXT NOT NULL, "
@@ -251,7 +251,7 @@ def _pull_requests(db: Any) -> None:
     )
     db.execute(
         "CREATE TABLE pr_replies (host TEXT NOT NULL, repo TEXT NOT NULL, number BIGINT NOT NULL, "
-        "remote_id TEXT NOT NULL, note_id TEXT NOT NULL, at TEXT NOT NULL, "
+        "remote_id TEXT NOT NULL, note_id TEXT NOT NULL, reply_id TEXT, at TEXT NOT NULL, "
         "PRIMARY KEY (host, repo, number, remote_id))"
     )
 

@@ -222,7 +222,7 @@ def create_app(state: GitHubState) -> Starlette:
                 pr,
                 parent["path"],
                 body["body"],
-                "bob",
+                "ada",
                 reply_to=parent["id"],
                 subject=parent["subject_type"],
             )

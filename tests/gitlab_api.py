@@ -236,6 +236,23 @@ def create_app(state: GitLabState) -> Starlette:
         ]
         return paginate(request, found)
 
+    async def discussion_notes(request: Request) -> Response:
+        if (refused := guard(request)) is not None:
+            return refused
+        d = next((d for d in state.discussions if d["id"] == request.path_params["id"]), None)
+        if d is None:
+            return JSONResponse({"message": "404 Not found"}, 404)
+        body = await request.json()
+        note = {
+            "id": state.new_id(),
+            "type": "DiscussionNote",
+            "body": body["body"],
+            "author": {"username": "ada"},
+            "system": False,
+        }
+        d["notes"].append(note)
+        return JSONResponse(note, 201)
+
     async def approve(request: Request) -> Response:
         if (refused := guard(request)) is not None:
             return refused
@@ -263,6 +280,7 @@ def create_app(state: GitLabState) -> Starlette:
             Route(base + "/{iid:int}/draft_notes", draft_notes, methods=["GET", "POST"]),
             Route(base + "/{iid:int}/draft_notes/bulk_publish", bulk_publish, methods=["POST"]),
             Route(base + "/{iid:int}/discussions", discussions),
+            Route(base + "/{iid:int}/discussions/{id}/notes", discussion_notes, methods=["POST"]),
             Route(base + "/{iid:int}/approve", approve, methods=["POST"]),
             Route("/api/v4/projects/{project:path}/repository/files/{file:path}", files),
         ]

@@ -580,3 +580,24 @@ def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
         target = pullrequests.Target("https://api.github.com", "acme/docs", 7)
         store.pull_requests.add(target, [pullrequests.Link("a_1", "line", "11")])
         assert store.pull_requests.links(target)["a_1"].comment_id == "11"
+
+
+def test_the_agents_replies_go_to_the_pull_request_once(store: Any, github: Any) -> None:
+    state, url = github
+    ids = add_notes(store)
+    pullrequests.push(store, api_url=url)
+    first = by_marker(state, ids["line"])["id"]
+    reply(state, first, "Why reload?", "bob")
+    pullrequests.pull(store, api_url=url)
+    store.add_agent_reply(ids["line"], "The server reloads by itself: reworded.")
+    done = pullrequests.push(store, api_url=url)
+    assert done.sent == [] and [r["note"] for r in done.replies] == [ids["line"]]
+    answers = [c for c in state.comments if c["in_reply_to_id"] == first]
+    # bob's reply, brought back by pull, is not posted back; the agent's is, once.
+    assert [c["user"]["login"] for c in answers] == ["bob", "ada"]
+    assert answers[1]["body"].startswith("**the agent** (agent): The server reloads by itself")
+    again = pullrequests.push(store, api_url=url)
+    assert again.replies == [] and len(state.comments) == 6
+    # pull does not bring our own reply back
+    assert pullrequests.pull(store, api_url=url).replies == []
+    assert len(store.get_annotation(ids["line"]).replies) == 2

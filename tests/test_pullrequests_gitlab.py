@@ -135,3 +135,18 @@ def test_dry_run_and_errors_from_the_cli(
     assert missing.output.startswith("Error: GitLab knows no merge request !99 in acme/docs (404)")
     assert {a.status for a in store.list_annotations()} == {"open"}
     assert state.discussions == []
+
+
+def test_the_agents_replies_go_to_the_discussion_once(store: Any, gitlab: Any) -> None:
+    state, url = gitlab
+    ids = add_notes(store)
+    pullrequests.push(store, gitlab=url)
+    store.add_agent_reply(ids["page"], "Added one.")
+    done = pullrequests.push(store, gitlab=url)
+    assert [r["note"] for r in done.replies] == [ids["page"]]
+    d = next(d for d in state.discussions if f"annotate:{ids['page']} " in d["notes"][0]["body"])
+    assert [n["body"].split("\n")[0] for n in d["notes"][1:]] == [
+        "**the agent** (agent): Added one."
+    ]
+    assert pullrequests.push(store, gitlab=url).replies == []
+    assert pullrequests.pull(store, gitlab=url).replies == []

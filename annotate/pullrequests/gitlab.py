@@ -107,6 +107,19 @@ class GitLab:
             "POST", f"{self._base}/merge_requests/{number}/draft_notes/bulk_publish", {}
         )
 
+    def reply_url(self, number: int, discussion: str) -> str:
+        return self.client.url(
+            f"{self._base}/merge_requests/{number}/discussions/{discussion}/notes"
+        )
+
+    def post_reply(self, number: int, discussion: str, body: str) -> str:
+        answer = self.client.request(
+            "POST",
+            f"{self._base}/merge_requests/{number}/discussions/{discussion}/notes",
+            {"body": body},
+        )
+        return str(answer.data["id"])
+
     def approve_url(self, number: int) -> str:
         return self.client.url(f"{self._base}/merge_requests/{number}/approve")
 

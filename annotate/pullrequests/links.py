@@ -4,7 +4,7 @@
 A link is written as soon as the host accepted the comment, one transaction per request, so a
 push cut short (network down, rate limit) keeps what was posted and the next push carries on
 without posting anything twice. `pr_replies` remembers the host's replies already brought
-into a note's thread, so `annotate pr pull` is idempotent.
+into a note's thread or posted there from it, so neither command repeats itself.
 """
 
 from __future__ import annotations
@@ -104,18 +104,28 @@ class PullRequestLinks:
                     ),
                 )
 
-    def pulled(self, target: Target) -> set[str]:
-        """The ids of the host's replies already in a note's thread."""
+    def remote_ids(self, target: Target) -> set[str]:
+        """The host's ids of the replies on both sides already (brought back, or posted)."""
+        return {row[0] for row in self._replies(target)}
+
+    def reply_ids(self, target: Target) -> set[str]:
+        """The store's ids of the replies on both sides already."""
+        return {row[1] for row in self._replies(target) if row[1] is not None}
+
+    def _replies(self, target: Target) -> list[tuple[str, str | None]]:
         with self._backend.transaction(write=False) as conn:
             rows = conn.execute(
-                "SELECT remote_id FROM pr_replies WHERE host = ? AND repo = ? AND number = ?",
+                "SELECT remote_id, reply_id FROM pr_replies WHERE host = ? AND repo = ? "
+                "AND number = ?",
                 (target.host, target.repo, target.number),
             ).fetchall()
-        return {str(row[0]) for row in rows}
+        return [(str(row[0]), None if row[1] is None else str(row[1])) for row in rows]
 
-    def mark_pulled(self, target: Target, remote_id: str, note_id: str) -> bool:
-        """Remember that reply `remote_id` is in `note_id`'s thread; False when it already was
-        (another `pr pull` got there first)."""
+    def remember(
+        self, target: Target, remote_id: str, note_id: str, reply_id: str | None = None
+    ) -> bool:
+        """Remember that the host's reply `remote_id` is `note_id`'s reply `reply_id` (None: a
+        reply that had nowhere to go); False when it was remembered already."""
         with self._backend.transaction(write=True) as conn:
             known: Any = conn.execute(
                 "SELECT 1 FROM pr_replies WHERE host = ? AND repo = ? AND number = ? "
@@ -125,8 +135,8 @@ class PullRequestLinks:
             if known is not None:
                 return False
             conn.execute(
-                "INSERT INTO pr_replies (host, repo, number, remote_id, note_id, at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (target.host, target.repo, target.number, remote_id, note_id, now()),
+                "INSERT INTO pr_replies (host, repo, number, remote_id, note_id, reply_id, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (target.host, target.repo, target.number, remote_id, note_id, reply_id, now()),
             )
         return True

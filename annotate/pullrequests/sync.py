@@ -44,6 +44,9 @@ DECISION_EVENTS = {
 }
 MARK = "<!-- annotate:{id} -->"
 _MARK = re.compile(r"<!-- annotate:([A-Za-z0-9_-]{1,64}) -->")
+# The marker of a reply of the store's posted to the host (`push`): `pull` never brings it back.
+REPLY_MARK = "<!-- annotate-reply:{id} -->"
+_REPLY_MARK = re.compile(r"<!-- annotate-reply:([A-Za-z0-9_-]{1,64}) -->")
 # Where a reply from the host comes from, in the note's thread.
 AUTHOR = "{login} (GitHub)"
 GITLAB_AUTHOR = "{login} (GitLab)"
@@ -87,6 +90,8 @@ class PushResult:
     sent: list[Sent] = field(default_factory=list)
     # Notes already on the pull request: linked before, or found there by their marker.
     already: list[str] = field(default_factory=list)
+    # The store's replies posted in the notes' threads there: {note, reply}.
+    replies: list[dict[str, str]] = field(default_factory=list)
     review_id: str | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -98,6 +103,7 @@ class PushResult:
             "dryRun": self.dry_run,
             "sent": [s.to_dict() for s in self.sent],
             "already": self.already,
+            "replies": self.replies,
             "reviewId": self.review_id,
             "warnings": self.warnings,
         }
@@ -307,7 +313,74 @@ def push(
             # One request per note, recorded as soon as it is taken: a failure later keeps it.
             store.pull_requests.add(target, [_linked(p, gh.post_comment(n, payload))])
         result.sent.append(_sent(p))
+    _push_replies(store, gh, n, target, result)
     return result
+
+
+def _push_replies(
+    store: Store, host: GitHub | GitLab, n: int, target: Target, result: PushResult
+) -> None:
+    """Post the replies in the notes' threads here (the agent's above all) that the pull
+    request's thread of the note does not have yet, each as a reply there."""
+    on_gitlab = isinstance(host, GitLab)
+    threads = [
+        link
+        for link in store.pull_requests.links(target).values()
+        if link.comment_id and (on_gitlab or link.placement in ("line", "file"))
+    ]
+    done = store.pull_requests.reply_ids(target)
+    waiting: list[tuple[Link, Any]] = []
+    for link in threads:
+        try:
+            item = store.get_annotation(link.note_id)
+        except NotFoundError:
+            continue
+        waiting += [(link, r) for r in item.replies if r.id not in done]
+    if not waiting:
+        return
+    if not result.dry_run:
+        # Posted before, but never remembered (a push cut short): remembered now, not reposted.
+        for remote_id, reply_id in _reply_marks(host, n):
+            if reply_id in {r.id for _, r in waiting}:
+                note = next(link.note_id for link, r in waiting if r.id == reply_id)
+                store.pull_requests.remember(target, remote_id, note, reply_id)
+                done.add(reply_id)
+    for link, r in waiting:
+        if r.id in done:
+            continue
+        who = r.author or ("the agent" if r.role == "agent" else "the reviewer")
+        text = f"**{_clean(who)}** ({r.role}): {_clean(r.message)}\n\n{REPLY_MARK.format(id=r.id)}"
+        comment = str(link.comment_id)
+        if result.dry_run:
+            url, payload = _reply_request(host, n, comment, text)
+            result.requests.append(_request(url, payload))
+        else:
+            remote = (
+                host.post_reply(n, comment, text)
+                if isinstance(host, GitLab)
+                else host.post_comment(n, {"body": text, "in_reply_to": int(comment)})
+            )
+            store.pull_requests.remember(target, remote, link.note_id, r.id)
+        result.replies.append({"note": link.note_id, "reply": r.id})
+
+
+def _reply_request(
+    host: GitHub | GitLab, n: int, comment: str, text: str
+) -> tuple[str, dict[str, Any]]:
+    if isinstance(host, GitLab):
+        return host.reply_url(n, comment), {"body": text}
+    return host.comments_url(n), {"body": text, "in_reply_to": int(comment)}
+
+
+def _reply_marks(host: GitHub | GitLab, n: int) -> list[tuple[str, str]]:
+    """(host's id, store's reply id) of the replies of ours already on the pull request."""
+    if isinstance(host, GitLab):
+        notes = [note for d in host.discussions(n) for note in d.get("notes") or []]
+    else:
+        notes = host.comments(n)
+    return [
+        (str(c["id"]), found) for c in notes for found in _REPLY_MARK.findall(c.get("body") or "")
+    ]
 
 
 def _decision(store: Store) -> str | None:
@@ -554,19 +627,25 @@ def _bring_replies(
 ) -> None:
     """Add each reply (thread's first comment id, reply id, login, text) on a note's thread that
     is not ours and not brought back before."""
-    pulled = store.pull_requests.pulled(target)
+    pulled = store.pull_requests.remote_ids(target)
     for root, cid, login, text in replies:
-        if root not in threads or cid in pulled or _MARK.search(text):
+        if root not in threads or cid in pulled or _MARK.search(text) or _REPLY_MARK.search(text):
             continue
         note = threads[root].note_id
         message = text.strip()[:MAX_REPLY] or "(empty reply)"
+        name = author.format(login=login)
+        reply_id = None
         try:
-            store.add_reply(note, message, role="reviewer", author=author.format(login=login))
+            item = store.add_reply(note, message, role="reviewer", author=name)
         except NotFoundError:
             pass  # the note was deleted here: its replies have nowhere to go
         else:
+            reply_id = next(
+                (r.id for r in reversed(item.replies) if (r.author, r.message) == (name, message)),
+                None,
+            )
             result.replies.append({"note": note, "author": login, "remoteId": cid})
-        store.pull_requests.mark_pulled(target, cid, note)
+        store.pull_requests.remember(target, cid, note, reply_id)
 
 
 def _settle(
@@ -681,6 +760,7 @@ def _push_gitlab(store: Store, where: _Where, gl: GitLab, result: PushResult) ->
         result.warnings.append(
             "GitLab's API has no event that requests changes: the notes went as comments"
         )
+    _push_replies(store, gl, n, target, result)
     return result
 
 
