@@ -72,6 +72,9 @@ class GitHubState:
     # test makes GitHub's view of the diff narrower than what the client read (a pull request
     # updated between the read and the post).
     review_context: int = 3
+    # Where requests for repository acme/moved are redirected (301), as GitHub moves renamed
+    # repositories.
+    moved_to: str | None = None
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -129,9 +132,12 @@ def create_app(state: GitHubState) -> Starlette:
                 "API rate limit exceeded for user ID 1." if status in (403, 429) else "Server Error"
             )
             return JSONResponse({"message": message}, status, headers=headers)
+        owner, name = request.path_params.get("owner"), request.path_params.get("name")
+        if state.moved_to is not None and f"{owner}/{name}" == "acme/moved":
+            path = request.url.path.replace("/acme/moved/", f"/{state.full_name}/")
+            return Response(status_code=301, headers={"location": state.moved_to + path})
         if auth != f"Bearer {TOKEN}":
             return _error(401, "Bad credentials")
-        owner, name = request.path_params.get("owner"), request.path_params.get("name")
         if owner is not None and f"{owner}/{name}" != state.full_name:
             return _error(404, "Not Found")
         if request.method == "POST" and state.posts_left is not None:

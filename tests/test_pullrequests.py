@@ -601,3 +601,19 @@ def test_the_agents_replies_go_to_the_pull_request_once(store: Any, github: Any)
     # pull does not bring our own reply back
     assert pullrequests.pull(store, api_url=url).replies == []
     assert len(store.get_annotation(ids["line"]).replies) == 2
+
+
+def test_a_redirect_to_another_host_never_carries_the_token(
+    store: Any, github: Any, repo: Path
+) -> None:
+    state, url = github
+    elsewhere = GitHubState(repo, pulls={7: PullRequest(7, "docs-fix", "main")})
+    with serve(elsewhere) as other:
+        state.moved_to = other.replace("127.0.0.1", "localhost")  # another origin
+        with pytest.raises(pullrequests.BadToken):
+            pullrequests.push(store, api_url=url, repo="acme/moved", number=7)
+        # Same origin: followed with the token.
+        state.moved_to = url
+        done = pullrequests.push(store, api_url=url, repo="acme/moved", number=7, dry_run=True)
+        assert done.target == "acme/moved#7"
+    assert elsewhere.log and {auth for *_, auth in elsewhere.log} == {None}

@@ -22,6 +22,26 @@ TIMEOUT_S = 30.0
 # How much of a refusal's text a message quotes.
 MAX_REASON = 300
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
+# The headers that carry a token: never sent on to another origin.
+SECRET_HEADERS = ("authorization", "private-token")
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect (GitHub moves renamed repositories), but drop the token's header when
+    it leads to another origin; urllib would send it on."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in list(new.headers):
+                if name.lower() in SECRET_HEADERS:
+                    del new.headers[name]
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
 
 
 @dataclass(slots=True)
@@ -63,7 +83,7 @@ class Client:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as answer:
+            with _OPENER.open(req, timeout=TIMEOUT_S) as answer:
                 raw = answer.read()
                 return Response(answer.status, _json(raw), dict(answer.headers.items()))
         except urllib.error.HTTPError as e:
