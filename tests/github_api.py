@@ -46,7 +46,8 @@ class PullRequest:
     number: int
     head_ref: str
     base_ref: str
-    user: str = "ada"
+    # The pull request's author; the token is ada's, who may not approve her own.
+    user: str = "grace"
 
 
 @dataclass
@@ -273,6 +274,10 @@ def create_app(state: GitHubState) -> Starlette:
                 422,
                 "Unprocessable Entity",
                 errors=[f"Review Can not {event.lower()} without a body"],
+            )
+        if event == "APPROVE" and pr.user == "ada":
+            return _error(
+                422, "Unprocessable Entity", errors=["Review Can not approve your own pull request"]
             )
         files = state.patches(pr)
         for c in body.get("comments") or []:

@@ -617,3 +617,18 @@ def test_a_redirect_to_another_host_never_carries_the_token(
         done = pullrequests.push(store, api_url=url, repo="acme/moved", number=7, dry_run=True)
         assert done.target == "acme/moved#7"
     assert elsewhere.log and {auth for *_, auth in elsewhere.log} == {None}
+
+
+def test_a_refusal_not_about_lines_stands(store: Any, github: Any, on: list[str]) -> None:
+    # Approving one's own pull request: one line, exit 1, nothing posted in its stead.
+    state, url = github
+    state.pulls[7].user = "ada"
+    add_notes(store)
+    result = CliRunner().invoke(cli, ["pr", "push", "--event", "approve", "--api-url", url, *on])
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: GitHub refused the request (422: Unprocessable Entity; "
+        "Review Can not approve your own pull request)\n"
+    )
+    assert posts(state) == ["/repos/acme/docs/pulls/7/reviews"] and state.comments == []
+    assert store.pull_requests.links(pullrequests.Target(url, "acme/docs", 7)) == {}

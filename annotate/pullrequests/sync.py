@@ -288,7 +288,10 @@ def push(
             try:
                 result.review_id = gh.post_review(n, payload)
             except HostRefused as e:
-                if not lines or e.status != 422:
+                # Only a refusal about lines ("…line must be part of the diff", "Line could
+                # not be resolved"); another (approving one's own pull request) stands.
+                about_lines = any(w in str(e).lower() for w in ("diff", "line"))
+                if not lines or e.status != 422 or not about_lines:
                     raise
                 # The diff moved between our read and the post (or GitHub drew its hunks
                 # otherwise): the lines go as file-level comments rather than sink the review.
