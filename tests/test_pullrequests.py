@@ -327,6 +327,9 @@ def test_event_from_the_option_and_from_a_decision(store: Any, github: Any) -> N
     assert pullrequests.event_for(None) == "COMMENT"
     with pytest.raises(annotate.ValidationError, match="event must be one of"):
         pullrequests.push(store, api_url=url, event="merge")
+    for bad in ("acme", "acme/docs/more", "../..", "acme/..", "acme/do cs"):
+        with pytest.raises(annotate.ValidationError, match="--repo must be OWNER/NAME"):
+            pullrequests.push(store, api_url=url, repo=bad, number=7)
 
 
 def test_dry_run_prints_the_requests_sends_nothing_and_never_the_token(

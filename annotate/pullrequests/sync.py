@@ -178,7 +178,8 @@ def _resolve(
     shape = (
         r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+" if on_gitlab else r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
     )
-    if not re.fullmatch(shape, name):
+    # `.` and `..` would climb the API's paths (with the token): never a repository's name.
+    if not re.fullmatch(shape, name) or {".", ".."} & set(name.split("/")):
         raise ValidationError(f"--repo must be OWNER/NAME, got {name!r}", "repo")
     if on_gitlab:
         root_url = (gitlab or f"https://{remote_host}").rstrip("/")
