@@ -1208,6 +1208,7 @@ def pr_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--pr",
         "number",
         type=click.IntRange(min=1),
+        metavar="N",
         help="The pull request's number. Default: the open one whose head is the current branch.",
     )(f)
     f = click.option(
