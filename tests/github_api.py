@@ -275,6 +275,10 @@ def create_app(state: GitHubState) -> Starlette:
                 "Unprocessable Entity",
                 errors=[f"Review Can not {event.lower()} without a body"],
             )
+        if len(body.get("body") or "") > 65536:
+            return _error(
+                422, "Validation Failed", errors=["body is too long (maximum is 65536 characters)"]
+            )
         if event == "APPROVE" and pr.user == "ada":
             return _error(
                 422, "Unprocessable Entity", errors=["Review Can not approve your own pull request"]

@@ -635,3 +635,18 @@ def test_a_refusal_not_about_lines_stands(store: Any, github: Any, on: list[str]
     )
     assert posts(state) == ["/repos/acme/docs/pulls/7/reviews"] and state.comments == []
     assert store.pull_requests.links(pullrequests.Target(url, "acme/docs", 7)) == {}
+
+
+def test_page_notes_beyond_a_body_go_in_further_reviews(store: Any, github: Any) -> None:
+    # GitHub refuses a review body over 65,536 characters (emulated): 8 page notes of 9,000.
+    state, url = github
+    ids = [
+        store.add_page_note({"pageUrl": "/guide/install/", "note": f"{i} " + "word " * 1800}).id
+        for i in range(8)
+    ]
+    done = pullrequests.push(store, api_url=url, event="request-changes")
+    assert sorted(s.note for s in done.sent) == sorted(ids)
+    assert [r["state"] for r in state.reviews] == ["CHANGES_REQUESTED", "COMMENTED"]
+    assert all(len(r["body"]) <= 65536 for r in state.reviews)
+    assert all(sum(f"annotate:{i} " in r["body"] for r in state.reviews) == 1 for i in ids)
+    assert pullrequests.push(store, api_url=url).sent == []

@@ -53,6 +53,12 @@ GITLAB_AUTHOR = "{login} (GitLab)"
 # Lines quoted from a file in a file-level comment or the review's body.
 MAX_QUOTED_LINES = 12
 SUGGESTING = ("replace", "delete")
+# A review's body: its paragraphs apart, and how long it may grow (GitHub refuses a body over
+# 65,536 characters; the margin is for the first line).
+SEPARATOR = "\n\n---\n\n"
+MAX_BODY = 65_536 - 1_000
+# A quoted line is cut here: one Markdown line may be a whole table.
+MAX_QUOTED_LINE = 500
 
 
 def event_for(decision: str | None) -> str:
@@ -281,8 +287,11 @@ def push(
     singles = [p for p in plan if p.placement == "file"]
     # A review when there is something for it; an approval (or a request for changes) comes
     # with new notes only, so pushing again posts nothing.
+    # GitHub takes 65,536 characters a body: page notes beyond that go in further reviews
+    # (COMMENT, body only) after the first, which carries the line comments and the event.
+    parts = _parts(body)
     if lines or body or (singles and chosen != "COMMENT"):
-        payload = _review(head, chosen, lines, body, len(plan))
+        payload = _review(head, chosen, lines, parts[0], len(plan))
         if dry_run:
             result.requests.append(_request(gh.reviews_url(n), payload))
         else:
@@ -301,14 +310,24 @@ def push(
                 )
                 singles = [_as_file(p) for p in lines] + singles
                 lines = []
-                result.review_id = gh.post_review(n, _review(head, chosen, lines, body, len(plan)))
+                result.review_id = gh.post_review(
+                    n, _review(head, chosen, lines, parts[0], len(plan))
+                )
             ids = _markers_of(gh.review_comments(n, result.review_id)) if lines else {}
             store.pull_requests.add(
                 target,
                 [_linked(p, ids.get(p.note)) for p in lines]
-                + [_linked(p, result.review_id) for p in body],
+                + [_linked(p, result.review_id) for p in parts[0]],
             )
-        result.sent += [_sent(p) for p in lines + body]
+        result.sent += [_sent(p) for p in lines + parts[0]]
+    for more in parts[1:]:
+        payload = _review(head, "COMMENT", [], more, len(plan))
+        if dry_run:
+            result.requests.append(_request(gh.reviews_url(n), payload))
+        else:
+            review = gh.post_review(n, payload)
+            store.pull_requests.add(target, [_linked(p, review) for p in more])
+        result.sent += [_sent(p) for p in more]
     for p in singles:
         payload = {"body": p.text, "commit_id": head, "path": p.path, "subject_type": "file"}
         if dry_run:
@@ -439,6 +458,20 @@ def _markers_of(comments: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
+def _parts(body: list[_Planned]) -> list[list[_Planned]]:
+    """The body's paragraphs in groups that each fit a review's body (at least one group)."""
+    parts: list[list[_Planned]] = [[]]
+    size = 0
+    for p in body:
+        grown = size + len(p.text) + len(SEPARATOR)
+        if parts[-1] and grown > MAX_BODY:
+            parts.append([])
+            grown = len(p.text) + len(SEPARATOR)
+        parts[-1].append(p)
+        size = grown
+    return parts
+
+
 def _review(
     head: str, event: str, lines: list[_Planned], body: list[_Planned], count: int
 ) -> dict[str, Any]:
@@ -454,7 +487,7 @@ def _review(
             comment.update(start_line=p.line[0], start_side="RIGHT")
         comment["body"] = p.text
         comments.append(comment)
-    text = "\n\n---\n\n".join([head_line, *(p.text for p in body)])
+    text = SEPARATOR.join([head_line, *(p.text for p in body)])
     return {"commit_id": head, "event": event, "body": text, "comments": comments}
 
 
@@ -568,7 +601,8 @@ def _wording(item: Annotation) -> str:
 
 def _quote(text: str) -> str:
     lines = _clean(text).splitlines()[:MAX_QUOTED_LINES]
-    return "".join(f"> {line}\n" for line in lines) + ("\n" if lines else "")
+    cut = [line if len(line) <= MAX_QUOTED_LINE else line[:MAX_QUOTED_LINE] + "…" for line in lines]
+    return "".join(f"> {line}\n" for line in cut) + ("\n" if lines else "")
 
 
 def _clean(text: str | None) -> str:
