@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from . import agents, backends, importing, inline, shows
+from . import agents, backends, importing, inline, pullrequests, shows
 from . import context as context_module
 from . import export as export_module
 from . import store as store_module
@@ -1182,6 +1182,112 @@ def token_revoke(ctx: Ctx, name: str) -> None:
     ctx.emit(
         {"name": name.strip(), "revoked": True}, lambda: f"Revoked the token of {name.strip()}."
     )
+
+
+@cli.group("pr")
+def pr() -> None:
+    """Notes to and from a pull request: `pr push` posts the open notes as one review, `pr pull`
+    brings replies and resolutions back (docs/pull-requests.md)."""
+
+
+def pr_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--repo`, `--pr`, `--api-url` and `--gitlab`, shared by `pr push` and `pr pull`."""
+    f = click.option(
+        "--gitlab",
+        metavar="URL",
+        help="A GitLab instance (https://gitlab.example.com): a merge request there. Default: "
+        "GitLab when the remote's host is named gitlab…, else GitHub.",
+    )(f)
+    f = click.option(
+        "--api-url",
+        metavar="URL",
+        help="The API's root, for GitHub Enterprise (https://HOST/api/v3). Default: "
+        "api.github.com, or the remote's host's /api/v3.",
+    )(f)
+    f = click.option(
+        "--pr",
+        "number",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="The pull request's number. Default: the open one whose head is the current branch.",
+    )(f)
+    f = click.option(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="The repository. Default: the current branch's remote (else origin).",
+    )(f)
+    return f
+
+
+@command(pr, "push")
+@pr_options
+@click.option(
+    "--event",
+    type=click.Choice(sorted(pullrequests.EVENTS)),
+    help="The review's event. Default: the latest review's decision, else comment.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the requests instead of sending them.")
+def pr_push(
+    ctx: Ctx,
+    repo: str | None,
+    number: int | None,
+    api_url: str | None,
+    gitlab: str | None,
+    event: str | None,
+    dry_run: bool,
+) -> None:
+    """Post the open notes to the pull request as one review; notes already there are left out."""
+    done = pullrequests.push(
+        ctx.store(),
+        repo=repo,
+        number=number,
+        event=event,
+        dry_run=dry_run,
+        api_url=api_url,
+        gitlab=gitlab,
+    )
+    if dry_run and not ctx.as_json:
+        # The requests as JSON (never their headers, so never the token).
+        click.echo(visible_json(json.dumps(done.requests, indent=2, ensure_ascii=False)))
+        return
+    ctx.emit(done.to_dict(), lambda: _pushed_text(done))
+
+
+def _pushed_text(done: pullrequests.PushResult) -> str:
+    lines = [f"{p.note}: {p.placement} comment at {p.at}" for p in done.sent]
+    lines += [f"{r['note']}: reply {r['reply']}" for r in done.replies]
+    n, k = len(done.sent), len(done.replies)
+    said = [f"{n} note{'' if n == 1 else 's'}"] if n else []
+    said += [f"{k} repl{'y' if k == 1 else 'ies'}"] if k else []
+    head = (
+        f"Posted {' and '.join(said)} to {done.target} ({done.event})"
+        if said
+        else f"Nothing new to post to {done.target}"
+    )
+    if done.already:
+        head += f"; {len(done.already)} already there"
+    return "\n".join([head + ".", *lines, *(f"Warning: {w}" for w in done.warnings)])
+
+
+@command(pr, "pull")
+@pr_options
+def pr_pull(
+    ctx: Ctx, repo: str | None, number: int | None, api_url: str | None, gitlab: str | None
+) -> None:
+    """Bring replies on the notes' comments into their threads; a resolved thread or an applied
+    suggestion marks its note addressed."""
+    done = pullrequests.pull(ctx.store(), repo=repo, number=number, api_url=api_url, gitlab=gitlab)
+
+    def human() -> str:
+        lines = [f"{r['note']}: reply from {r['author']}" for r in done.replies]
+        lines += [f"{a['note']}: addressed ({a['why']})" for a in done.addressed]
+        if not done.linked:
+            return f"No note was pushed to {done.target} yet (annotate pr push)."
+        if not lines:
+            return f"Nothing new on {done.target}."
+        return "\n".join([f"From {done.target}:", *lines])
+
+    ctx.emit(done.to_dict(), human)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -236,14 +236,55 @@ if _late:
         f"{', '.join(_late)}: migration versions 1 to {len(MIGRATIONS)} are annotate/schema.py's "
         f"own; a new field takes since={len(MIGRATIONS) + 1} or later"
     )
+
+
+def _pull_requests(db: Any) -> None:
+    # issue #30 (docs/pull-requests.md): which review comment each note became on which pull or
+    # merge request, so pushing again never posts it twice, and which replies (the host's id, the
+    # store's reply) are on both sides already, brought back or posted there. NOUNS.md numbers it schema 11 (after plans,
+    # 9, and screenshots, 10); on a branch without them it is the next version.
+    db.execute(
+        "CREATE TABLE pr_links (note_id TEXT NOT NULL, host TEXT NOT NULL, repo TEXT NOT NULL, "
+        "number BIGINT NOT NULL, placement TEXT NOT NULL, comment_id TEXT, path TEXT, "
+        "line_start BIGINT, line_end BIGINT, excerpt TEXT, suggestion TEXT, posted_at TEXT "
+        "NOT NULL, PRIMARY KEY (note_id, host, repo, number))"
+    )
+    db.execute(
+        "CREATE TABLE pr_replies (host TEXT NOT NULL, repo TEXT NOT NULL, number BIGINT NOT NULL, "
+        "remote_id TEXT NOT NULL, note_id TEXT NOT NULL, reply_id TEXT, at TEXT NOT NULL, "
+        "PRIMARY KEY (host, repo, number, remote_id))"
+    )
+
+
+# Hand-written migrations after the first six, by the version they bring a store to; a version
+# may also add fields' columns (`since`), which run after its own step.
+LATER: dict[int, Callable[[Any], None]] = {9: _pull_requests}
+
+
+def _step(version: int) -> Callable[[Any], None]:
+    own, columns = LATER.get(version), _new_columns(version)
+
+    def migrate(db: Any) -> None:
+        if own is not None:
+            own(db)
+        columns(db)
+
+    return migrate
+
+
 MIGRATIONS += [
-    _new_columns(v)
+    _step(v)
     for v in range(
         len(MIGRATIONS) + 1,
-        max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1,
+        max(
+            max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t),
+            max(LATER),
+        )
+        + 1,
     )
 ]
 LATEST = len(MIGRATIONS)
+
 OWN_TABLES = frozenset(
     {
         "annotations",
@@ -254,6 +295,8 @@ OWN_TABLES = frozenset(
         "pages",
         "shown",
         "tokens",
+        "pr_links",
+        "pr_replies",
         "schema_version",
     }
 )

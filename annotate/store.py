@@ -50,6 +50,7 @@ from .items import Items
 from .models import Annotation, Build, HistoryEntry, PageNote, Review, Shown, Summary
 from .people import People
 from .project import find_project
+from .pullrequests.links import PullRequestLinks
 from .reviews import Reviews
 from .shows import SHOW_WAIT_S, Shows
 from .sources import ALL_ANNOTATIONS, Sources
@@ -148,6 +149,9 @@ class Store:
         self.build_source: builds.BuildSource = build
         self._project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
+        # Markdown path -> mtime when `prepare_page` last parsed it.
+        self._prepared: dict[str, float] = {}
+        self.pull_requests = PullRequestLinks(self._file)  # issue #30
         # The nouns beside the notes, each over the same backend (docs/architecture.md).
         self._tables = Tables(self._file)
         self.people = People(self._file)
