@@ -429,7 +429,7 @@ TABLE: tuple[Tool, ...] = (
         "review",
         'Wait for the reviewer to press "Send to agent" and take that review: at once if one is '
         "waiting, else when one is sent or `timeout_s` passes. Returns {review: {id, mode, "
-        "message, notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
+        "message, decision? (approve | approve_with_notes | request_changes), notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
         "total, next?}, instructions}. Mode `edit`: apply the changes. Mode `review`: answer "
         "each note (address_annotation with `message`), edit no file. A long review continues "
         "with get_review(id, offset=next). After the timeout: {review: null}; call again to "

@@ -243,6 +243,25 @@ MIGRATIONS += [
         max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1,
     )
 ]
+
+
+def _plans(db: Any) -> None:
+    # Issue #29 (docs/plans.md): a plan is the document an agent (or a file) puts up for review,
+    # kept as numbered revisions, each with the person's decision. Issue #30 item 5: a review
+    # carries a decision too. Schema 9 in this session's numbering (NOUNS.md).
+    db.execute("ALTER TABLE reviews ADD COLUMN decision TEXT")
+    db.execute(
+        "CREATE TABLE plans (id TEXT PRIMARY KEY, key TEXT NOT NULL UNIQUE, title TEXT, "
+        "source_path TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE plan_revisions (plan_id TEXT NOT NULL, number BIGINT NOT NULL, "
+        "markdown TEXT NOT NULL, created_at TEXT NOT NULL, decision TEXT, message TEXT, "
+        "review_id TEXT, decided_at TEXT, PRIMARY KEY (plan_id, number))"
+    )
+
+
+MIGRATIONS.append(_plans)
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
     {
@@ -254,6 +273,8 @@ OWN_TABLES = frozenset(
         "pages",
         "shown",
         "tokens",
+        "plans",
+        "plan_revisions",
         "schema_version",
     }
 )

@@ -69,6 +69,7 @@ from .models import (
     TextPosition,
     TextQuote,
 )
+from .plans import Plans
 from .project import find_project
 
 __all__ = [
@@ -212,6 +213,7 @@ class Store:
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+        self.plans = Plans(self._file)  # issue #29: reviewed documents and their revisions
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -1265,7 +1267,7 @@ class Store:
                         "AND status = 'open'",
                         (id,),
                     ).rowcount
-                if not taken and not fields["message"].strip():
+                if not taken and not fields["message"].strip() and not fields["decision"]:
                     raise ValidationError(
                         "Nothing to send: no open notes since the last review and no message",
                         "message",
@@ -1338,6 +1340,7 @@ class Store:
             created_at=row["created_at"],
             picked_up_at=row["picked_up_at"],
             done_at=row["done_at"],
+            decision=row["decision"],
             annotations=tuple(self._objects(conn, "annotations", annotations)),
             page_notes=tuple(self._objects(conn, "page_notes", notes)),
         )
