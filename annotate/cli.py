@@ -25,6 +25,7 @@ from .diff import annotation_change
 from .errors import AnnotateError, StoreError
 from .models import (
     ANCHOR_STATES,
+    DECISIONS,
     REVIEW_MODES,
     STATUSES,
     Annotation,
@@ -303,6 +304,8 @@ def _review_text(review: Review, names: dict[str, str], offset: int = 0) -> str:
     brief = review.brief(offset)
     head = f"Review {review.id} ({review.mode} mode, {review.status}), sent {review.created_at}"
     lines = [head + ":"]
+    if review.decision:
+        lines.append(f"decision: {review.decision}")
     if review.message:
         lines.append(f'message: "{review.message}"')
     lines += [agents.mode_instructions(review.mode, names), ""]
@@ -777,9 +780,16 @@ def review(ctx: Ctx, id: str, offset: int) -> None:
     help="edit: apply the changes; review: answer, change nothing yet.",
 )
 @click.option("-m", "--message", help="A message for the agent.")
-def send(ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None) -> None:
+@click.option(
+    "--decision",
+    type=click.Choice(DECISIONS),
+    help="The verdict: approve, approve_with_notes or request_changes.",
+)
+def send(
+    ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None, decision: str | None
+) -> None:
     """Send to agent: every open note not sent yet, or just the notes IDS (create_review)."""
-    data: dict[str, Any] = {"mode": mode, "message": message}
+    data: dict[str, Any] = {"mode": mode, "message": message, "decision": decision}
     if ids:
         data["ids"] = list(ids)
     found = ctx.store().create_review(data)
@@ -1188,6 +1198,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="annotate")
 
+
+# The plan commands (issue #29) register on `cli` and `hook` (annotate/cli_plans.py).
+from . import cli_plans as _cli_plans  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()
