@@ -888,6 +888,12 @@ def chat(
     "--uninstall, remove only it.",
 )
 @click.option(
+    "--plan-gate",
+    is_flag=True,
+    help="Also install the plan gate `annotate hook plan` (Claude Code's PermissionRequest hook "
+    "on ExitPlanMode, docs/plans.md); with --uninstall, remove only it.",
+)
+@click.option(
     "--command",
     "server_command",
     help="The command agents run (default: the absolute path of this annotate).",
@@ -899,6 +905,7 @@ def setup(
     scope: str | None,
     uninstall: bool,
     gate: bool,
+    plan_gate: bool,
     server_command: str | None,
     project: str | None,
     as_json: bool,
@@ -911,10 +918,15 @@ def setup(
     try:
         project = str(find_project(project))
         if uninstall:
-            actions = agent_setup.uninstall(project, chosen, scope, gate=gate)
+            actions = agent_setup.uninstall(project, chosen, scope, gate=gate, plan_gate=plan_gate)
         else:
             actions = agent_setup.install(
-                project, chosen, scope or "project", command=server_command, gate=gate
+                project,
+                chosen,
+                scope or "project",
+                command=server_command,
+                gate=gate,
+                plan_gate=plan_gate,
             )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import plangate
-from .cli import MAX_HOOK_INPUT, Ctx, _fail, cli, command, hook
+from .cli import MAX_HOOK_INPUT, Ctx, _fail, cli, command, db_option, hook, project_option
 from .errors import AnnotateError
 from .plans import Plan
 from .store import open as open_store
@@ -85,7 +85,7 @@ def hook_plan(project: str | None, timeout: float, no_browser: bool) -> None:
 
 
 @command(cli, "open", creates=True)
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file")
 @click.option("--wait", is_flag=True, help="Wait for the verdict, print it and the notes, exit.")
 @_timeout_option
 @_browser_option
@@ -122,12 +122,15 @@ def _plan_line(plan: Plan) -> str:
 
 
 @cli.group("plans", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@db_option
+@project_option
 @click.pass_context
-def plans(click_ctx: click.Context) -> None:
-    """Plans and reviewed files with their revisions: `annotate plans`, `annotate plans show
-    ID [--revision N]`."""
+def plans(click_ctx: click.Context, project: str | None, db: str | None, as_json: bool) -> None:
+    """Plans and reviewed files with their revisions: `annotate plans` lists them, `annotate
+    plans show ID [--revision N]` shows one."""
     if click_ctx.invoked_subcommand is None:
-        click_ctx.invoke(plans_list)
+        click_ctx.invoke(plans_list, project=project, db=db, as_json=as_json)
 
 
 @command(plans, "list")

@@ -1,0 +1,257 @@
+"""The plan lane's commands and refusals (issue #29) and the verdict over CLI and REST (issue #30
+item 5): `annotate setup --plan-gate`, `annotate hook plan`'s bad input and timeout, `annotate open`
+refusing what it must not serve, `annotate plans`, `annotate send --decision`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+import annotate
+from annotate import documents
+from annotate.cli import cli
+from annotate.web import create_app
+
+from .conftest import text_note
+
+ANNOTATE = Path(sys.executable).parent / "annotate"
+PLAN_HOOK = {
+    "matcher": "ExitPlanMode",
+    "hooks": [{"type": "command", "command": "x hook plan", "timeout": 3060}],
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path, home: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / "mkdocs.yml").write_text("site_name: test\n")
+    (root / "docs" / "index.md").write_text("# Home\n")
+    (root / "plan.md").write_text("# A plan\n\nDo it.\n")
+    return root
+
+
+def invoke(project: Path, *args: str, code: int = 0) -> str:
+    done = CliRunner().invoke(cli, [*args, "--project", str(project)])
+    assert done.exit_code == code, done.output
+    return done.output
+
+
+# -- annotate setup --plan-gate ------------------------------------------------------------------
+
+
+def test_setup_writes_the_plan_gate_and_uninstall_removes_only_it(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"matcher": "Bash", "hooks": [{"type": "command", "command": "check-bash"}]}
+    settings.write_text(json.dumps({"hooks": {"PermissionRequest": [theirs]}, "model": "m"}))
+    args = ("setup", "--agent", "claude", "--gate", "--plan-gate", "--command", "x")
+    out = invoke(project, *args)
+    assert f"wrote {settings}: plan gate (ExitPlanMode) for claude" in out
+    data = json.loads(settings.read_text())
+    assert data["hooks"]["PermissionRequest"] == [theirs, PLAN_HOOK]
+    assert data["model"] == "m" and "Stop" in data["hooks"]
+    assert f"unchanged {settings}: plan gate" in invoke(project, *args)
+    assert json.loads(settings.read_text())["hooks"]["PermissionRequest"] == [theirs, PLAN_HOOK]
+
+    out = invoke(project, "setup", "--agent", "claude", "--uninstall", "--plan-gate")
+    assert out == f"removed {settings}: plan gate\n"
+    data = json.loads(settings.read_text())
+    assert data["hooks"]["PermissionRequest"] == [theirs]
+    assert "Stop" in data["hooks"]  # the stop gate is another thing, left installed
+
+
+def test_the_plan_gate_is_claude_codes_only(project: Path) -> None:
+    out = invoke(project, "setup", "--agent", "codex", "--plan-gate", "--command", "x")
+    assert "skipped" in out and "request_review" in out
+    assert "PermissionRequest" not in (project / ".codex" / "config.toml").read_text()
+
+
+def test_a_fresh_settings_file_goes_with_the_plan_gate(project: Path) -> None:
+    invoke(project, "setup", "--agent", "claude", "--plan-gate", "--command", "x")
+    settings = project / ".claude" / "settings.json"
+    assert json.loads(settings.read_text()) == {"hooks": {"PermissionRequest": [PLAN_HOOK]}}
+    invoke(project, "setup", "--agent", "claude", "--uninstall")
+    assert not settings.exists()
+
+
+# -- annotate hook plan: bad input, and a person who never answers -------------------------------
+
+
+def hook(project: Path, stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ANNOTATE), "hook", "plan", "--no-browser", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("stdin", "error"),
+    [
+        ("{not json", "Error: The hook's input is not JSON: Expecting property name"),
+        ("[1]", "Error: The hook's input is not a JSON object"),
+        (
+            '{"tool_input": {"command": "ls"}}',
+            "Error: The hook's input has no plan (tool_input.plan): register `annotate hook "
+            "plan` for ExitPlanMode only",
+        ),
+        ('{"tool_input": {"plan": "  "}}', "Error: The hook's input has no plan"),
+    ],
+)
+def test_bad_hook_input_is_one_line_and_exit_1(project: Path, stdin: str, error: str) -> None:
+    done = hook(project, stdin)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith(error) and done.stderr.count("\n") == 1
+
+
+def test_no_decision_ends_at_the_timeout_with_a_clear_message(project: Path) -> None:
+    payload = {"session_id": "s9", "cwd": str(project), "tool_input": {"plan": "# P\n\nGo.\n"}}
+    done = hook(project, json.dumps(payload), "--timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert list(answer) == ["systemMessage"]
+    assert answer["systemMessage"].startswith("annotate: no decision on the plan within 0.5 s")
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("Review revision 1 of session:s9 at http://127.0.0.1:")
+    assert lines[1] == "No decision within 0.5 s: Claude Code asks as usual."
+    with annotate.open(project) as store:
+        [plan] = store.plans.list()
+    assert plan.latest.decision is None and plan.latest.markdown == "# P\n\nGo.\n"
+    # The plan's text is in the store's folder, not among the project's files.
+    assert (project / ".annotate" / "plans" / f"{plan.id}.md").read_text() == "# P\n\nGo.\n"
+
+
+# -- annotate open: what it refuses ---------------------------------------------------------------
+
+
+def refused(project: Path, path: str | Path) -> str:
+    done = CliRunner().invoke(
+        cli, ["open", str(path), "--no-browser", "--timeout", "5", "--project", str(project)]
+    )
+    assert done.exit_code == 1, done.output
+    assert done.output.count("\n") == 1 and done.output.startswith("Error: ")
+    with pytest.raises(documents.DocumentRefused):
+        documents.read_document(project, path)
+    return done.output
+
+
+def test_open_refuses_a_file_outside_the_project(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Secret\n")
+    assert "is outside the project" in refused(project, outside)
+    assert "is outside the project" in refused(project, project / ".." / "outside.md")
+
+
+def test_open_refuses_a_symlink_out_of_the_project(project: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.md").write_text("# Secret\n")
+    (project / "link.md").symlink_to(tmp_path / "secret.md")
+    assert "through a symlink" in refused(project, project / "link.md")
+
+
+def test_open_refuses_non_utf8_oversized_and_no_file(project: Path) -> None:
+    (project / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    assert "is not UTF-8 text" in refused(project, project / "latin1.md")
+    (project / "big.md").write_text("x" * (documents.MAX_DOCUMENT_BYTES + 1))
+    assert "the most a reviewed file may be is 1,000,000" in refused(project, project / "big.md")
+    assert "is not a file" in refused(project, project / "docs")
+    assert "is not a file" in refused(project, project / "missing.md")
+    with annotate.open(project) as store:
+        assert store.plans.list() == []  # nothing was stored, nothing served
+
+
+def test_rendering_keeps_raw_html_as_text() -> None:
+    html = documents.render("# T\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))\n")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert 'href="javascript:' not in html
+    body = documents.render("- [x] done\n\n!!! note\n    Hi\n\n```python\nx = 1\n```\n")
+    assert 'type="checkbox"' in body and "admonition" in body and "<span" in body
+
+
+def test_the_word_diff_marks_insertions_and_deletions() -> None:
+    html, added, removed = documents.word_diff_html("drop the <b> table", "keep the <b> table")
+    assert html == "<del>drop</del><ins>keep</ins> the &lt;b&gt; table"
+    assert (added, removed) == (1, 1)
+
+
+# -- annotate plans, plans show --------------------------------------------------------------------
+
+
+def test_plans_and_plans_show(project: Path) -> None:
+    with annotate.open(project) as store:
+        first = store.plans.submit("session:a", "# P\n\nStep one.\n", title="P")
+        store.plans.decide(first.plan_id, 1, "request_changes", "More detail")
+        store.plans.submit("session:a", "# P\n\nStep one, in detail.\n")
+    out = invoke(project, "plans")
+    assert out == f"{first.plan_id}  session:a  2 revisions, last 2: waiting  (P)\n"
+    shown = invoke(project, "plans", "show", first.plan_id)
+    assert "  revision 1  " in shown and 'request_changes "More detail"' in shown
+    assert "Changes since revision 1:\n" in shown and "{+, in detail+}" in shown
+    assert shown.endswith("Revision 2:\n# P\n\nStep one, in detail.\n\n")
+    data = json.loads(invoke(project, "plans", "show", first.plan_id, "--revision", "1", "--json"))
+    assert data["shown"]["number"] == 1 and "changes" not in data
+    assert invoke(project, "plans", "show", "pl_0000000000", code=1) == (
+        'Error: Plan with ID "pl_0000000000" not found\n'
+    )
+
+
+# -- the verdict on a review (issue #30 item 5) ---------------------------------------------------
+
+
+def test_send_with_a_decision_and_review_shows_it(project: Path) -> None:
+    with annotate.open(project) as store:
+        store.add_annotation(text_note())
+    out = invoke(project, "send", "--decision", "request_changes", "-m", "Redo", "--json")
+    sent = json.loads(out)
+    assert sent["decision"] == "request_changes"
+    shown = invoke(project, "review", sent["id"])
+    assert "\ndecision: request_changes\n" in shown
+    assert json.loads(invoke(project, "review", sent["id"], "--json"))["decision"] == (
+        "request_changes"
+    )
+    assert "Invalid value for '--decision'" in invoke(
+        project, "send", "--decision", "maybe", code=2
+    )
+
+
+def test_the_rest_api_takes_and_answers_a_decision(project: Path) -> None:
+    with annotate.open(project) as store:
+        app = create_app(store, token="t0123456789abcdef")
+        with TestClient(
+            app, base_url="http://127.0.0.1:8000", headers={"X-Annotate-Token": "t0123456789abcdef"}
+        ) as client:
+            made = client.post("/__annotate/api/reviews", json={"decision": "approve"})
+            assert made.status_code == 201 and made.json()["decision"] == "approve"
+            got = client.get(f"/__annotate/api/reviews/{made.json()['id']}")
+            assert got.json()["decision"] == "approve"
+            listed = client.get("/__annotate/api/reviews").json()["reviews"]
+            assert [r["decision"] for r in listed] == ["approve"]
+            bad = client.post("/__annotate/api/reviews", json={"decision": "ok"})
+            assert bad.status_code == 400 and bad.json()["code"] == "invalid"
+            spec = client.get("/__annotate/openapi.json").json()["components"]["schemas"]
+            assert spec["Review"]["properties"]["decision"]["anyOf"][0]["enum"] == [
+                "approve",
+                "approve_with_notes",
+                "request_changes",
+            ]
+            assert "decision" in spec["ReviewInput"]["properties"]
