@@ -288,6 +288,79 @@ async def wait_for_review(
     return result[0]
 
 
+def _put_up(
+    s: store_module.Store,
+    path: str | None,
+    markdown: str | None,
+    name: str | None,
+    timeout_s: float,
+    stop: threading.Event,
+) -> dict[str, Any]:
+    """request_review's library calls: the document as the next revision of its plan, served,
+    and the wait for the verdict."""
+    import sys
+
+    from . import plangate
+    from .errors import ValidationError
+
+    if (path is None) == (markdown is None):
+        raise ValidationError("Give either path (a Markdown file) or markdown (the text)", "path")
+    if path is not None:
+        revision, page_url, source = plangate.submit_file(s, path)
+    else:
+        key = f"agent:{(name or 'plan').strip()[:200] or 'plan'}"
+        revision, page_url, source = plangate.submit_text(s, key, str(markdown))
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)  # stdout is the MCP transport
+
+    outcome = plangate.review_document(
+        s, revision, page_url, source, timeout_s=timeout_s, say=say, stop=stop
+    )
+    answer = outcome.to_dict()
+    if outcome.decided:
+        answer["instructions"] = plangate.changes_message(outcome)
+    else:
+        answer["instructions"] = (
+            f"No decision within {timeout_s:g} s. The reviewer was shown {outcome.url}; call "
+            "request_review again with the same document to keep waiting."
+        )
+    return answer
+
+
+async def request_review(
+    ctx: Context,
+    path: Annotated[
+        str | None, Field(description="A Markdown file of the project, e.g. docs/plan.md")
+    ] = None,
+    markdown: Annotated[str | None, Field(description="The document's Markdown text")] = None,
+    name: Annotated[
+        str | None,
+        Field(max_length=200, description="The plan's name: its revisions are diffed"),
+    ] = None,
+    timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = DEFAULT_WAIT_S,
+) -> CallToolResult:
+    stop = threading.Event()
+    ask = functools.partial(_call, ctx, lambda s: _put_up(s, path, markdown, name, timeout_s, stop))
+    result: list[CallToolResult] = []
+
+    async def progress() -> None:
+        waited = 0.0
+        while True:
+            await anyio.sleep(PROGRESS_EVERY_S)
+            waited += PROGRESS_EVERY_S
+            await ctx.report_progress(waited, timeout_s, "Waiting for the reviewer's verdict")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(progress)
+            result.append(await anyio.to_thread.run_sync(ask, abandon_on_cancel=True))
+            tg.cancel_scope.cancel()
+    finally:
+        stop.set()  # a cancelled call stops serving the page
+    return result[0]
+
+
 def summary(ctx: Context, branch: Branch = None) -> CallToolResult:
     def counts(s: store_module.Store) -> dict[str, Any]:
         found = s.summary(branch=branch)
@@ -434,6 +507,20 @@ TABLE: tuple[Tool, ...] = (
         "each note (address_annotation with `message`), edit no file. A long review continues "
         "with get_review(id, offset=next). After the timeout: {review: null}; call again to "
         "keep waiting.",
+        WRITE,
+    ),
+    Tool(
+        "request_review",
+        request_review,
+        None,
+        "Put a Markdown document up for review before acting on it (a plan, a design, any "
+        "Markdown file): give `path` (a file of the project) or `markdown` (the text; `name` "
+        "groups its revisions). The reviewer gets a page to mark up and answers approve, "
+        "approve_with_notes or request_changes. Waits like wait_for_review (`timeout_s`). "
+        "Returns {planId, revision, url, decision, message, notes: [{id, intent, note, "
+        "suggestion, at (path:lines), quote}], instructions}; decision null after the timeout: "
+        "call again with the same document to keep waiting. request_changes: revise and call "
+        "again (the reviewer sees what changed). approve_with_notes: go ahead, heeding the notes.",
         WRITE,
     ),
     Tool(

@@ -12,6 +12,7 @@ revisions stay on the page: it keeps its URL, and the store re-anchors them in t
 from __future__ import annotations
 
 import os
+import threading
 import webbrowser
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -93,7 +94,11 @@ def plan_input(payload: Any) -> tuple[str, str]:
 def submit_text(store: Store, key: str, markdown: str) -> tuple[Revision, str, str]:
     """Store `markdown` as the next revision of plan `key`; write it where its notes are located
     (inside the store's folder); answer the revision, its page URL and that Markdown path."""
-    revision = store.plans.submit(key, markdown, title=_first_heading(markdown))
+    plan = store.plans.find(key)
+    if plan is not None and plan.latest.markdown == markdown and plan.latest.decision is None:
+        revision = plan.latest  # put up again unchanged (a wait that timed out): same revision
+    else:
+        revision = store.plans.submit(key, markdown, title=_first_heading(markdown))
     source = plan_source(revision.plan_id)
     target = store.project_dir / source
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +131,7 @@ def review_document(
     open_browser: bool = True,
     say: Callable[[str], None] = print,
     poll_s: float = 0.25,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Serve `revision` at `page_url` and wait for the person's verdict, at most `timeout_s`."""
     plan = store.plans.get(revision.plan_id)
@@ -146,7 +152,7 @@ def review_document(
                 raise ValidationError(f"The review page stopped: {served.errors[0]}", "server")
 
         decided = store.plans.wait_for_decision(
-            revision.plan_id, revision.number, timeout_s, poll_s=poll_s, check=check
+            revision.plan_id, revision.number, timeout_s, poll_s=poll_s, check=check, stop=stop
         )
     finally:
         served.stop()

@@ -255,3 +255,95 @@ def test_the_rest_api_takes_and_answers_a_decision(project: Path) -> None:
                 "request_changes",
             ]
             assert "decision" in spec["ReviewInput"]["properties"]
+
+
+# -- request_review over MCP, with the SDK's client (issue #29) -----------------------------------
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_request_review_over_mcp(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent puts a plan up with request_review and waits; the reviewer, at the address the
+    browser was sent to, makes a note on the served page and sends "request changes" through
+    the page's API (what the overlay does); the tool answers the verdict and the note."""
+    import re
+    import threading
+
+    import httpx
+    from mcp import Client
+
+    from annotate import plangate
+    from annotate.mcp_server import build_server
+
+    plan = "# Deploy\n\nStep one: build.\nStep two: push to production on Friday.\n"
+    people: list[threading.Thread] = []
+    seen: dict[str, str] = {}
+
+    def reviewer(url: str) -> None:
+        page = httpx.get(url)
+        seen["page"] = page.text
+        config = re.search(r'id="annotate-config"[^>]*>(.*?)</script>', page.text)
+        assert config is not None
+        token = json.loads(config.group(1))["token"]
+        base = url.split("/_annotate_plans/")[0]
+        path = "/" + url.split("/", 3)[3]
+        headers = {"X-Annotate-Token": token}
+        made = httpx.post(
+            f"{base}/__annotate/api/annotations",
+            headers=headers,
+            json=text_note(
+                pageUrl=path,
+                pageTitle="Deploy",
+                intent="replace",
+                suggestion="on Tuesday",
+                note="Never on a Friday",
+                selectedText="on Friday",
+                quote={"exact": "on Friday", "prefix": "push to production ", "suffix": "."},
+                position={"start": 40, "end": 49},
+            ),
+        )
+        assert made.status_code == 201, made.text
+        sent = httpx.post(
+            f"{base}/__annotate/api/reviews",
+            headers=headers,
+            json={"decision": "request_changes", "message": "Pick another day."},
+        )
+        assert sent.status_code == 201, sent.text
+
+    def browser(url: str) -> bool:
+        seen["url"] = url
+        people.append(threading.Thread(target=reviewer, args=(url,)))
+        people[-1].start()
+        return True
+
+    monkeypatch.delenv(plangate.NO_BROWSER_ENV, raising=False)
+    monkeypatch.setattr(plangate.webbrowser, "open", browser)
+    async with Client(build_server(project)) as client:
+        result = await client.call_tool(
+            "request_review", {"markdown": plan, "name": "deploy", "timeout_s": 60}
+        )
+        for p in people:
+            p.join()
+        assert not result.is_error, result.content
+        answer = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        bad = await client.call_tool("request_review", {"timeout_s": 1})
+        assert bad.is_error
+        assert "Give either path" in bad.content[0].text  # type: ignore[union-attr]
+        outside = await client.call_tool("request_review", {"path": "/etc/passwd"})
+        assert outside.is_error
+        assert "outside the project" in outside.content[0].text  # type: ignore[union-attr]
+    assert "<h1>Deploy</h1>" in seen["page"]
+    assert (answer["revision"], answer["decision"], answer["message"]) == (
+        1,
+        "request_changes",
+        "Pick another day.",
+    )
+    [note] = answer["notes"]
+    assert note["intent"] == "replace" and note["suggestion"] == "on Tuesday"
+    assert note["at"].endswith(".md:4")  # the plan's line 4
+    assert '1. [replace] line 4: "on Friday"' in answer["instructions"]
+    assert answer["url"] == seen["url"]
