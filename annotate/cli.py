@@ -579,6 +579,13 @@ def history(ctx: Ctx, id: str) -> None:
     "the block it is about (docs/inline.md).",
 )
 @click.option("--page", help="With --inline: only the notes of this page URL.")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Write one reviewed plan or file as one self-contained HTML file (docs/plans.md).",
+)
+@click.option("--plan", "plan_id", help="With --html: this plan (default: the latest revised).")
 def export(
     ctx: Ctx,
     fmt: str | None,
@@ -586,9 +593,16 @@ def export(
     output: str | None,
     in_markdown: bool,
     page: str | None,
+    html_file: str | None,
+    plan_id: str | None,
 ) -> None:
     """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD; or, with
-    --inline, into the Markdown files themselves."""
+    --inline, into the Markdown files themselves; or, with --html, one reviewed plan."""
+    if html_file is not None:
+        from .share import write_html
+
+        click.echo(f"Wrote {write_html(ctx.store(), html_file, plan_id)}")
+        return
     if in_markdown:
         if fmt or output or include_resolved is not None:
             raise click.UsageError(

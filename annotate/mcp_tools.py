@@ -292,7 +292,6 @@ def _put_up(
     s: store_module.Store,
     path: str | None,
     markdown: str | None,
-    name: str | None,
     timeout_s: float,
     stop: threading.Event,
 ) -> dict[str, Any]:
@@ -308,8 +307,10 @@ def _put_up(
     if path is not None:
         revision, page_url, source = plangate.submit_file(s, path)
     else:
-        key = f"agent:{(name or 'plan').strip()[:200] or 'plan'}"
-        revision, page_url, source = plangate.submit_text(s, key, str(markdown))
+        # Revisions of one plan share its title (its first `# ` heading): each is diffed
+        # against the last one reviewed.
+        title = plangate.first_heading(str(markdown)) or "plan"
+        revision, page_url, source = plangate.submit_text(s, f"agent:{title[:200]}", str(markdown))
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)  # stdout is the MCP transport
@@ -330,18 +331,12 @@ def _put_up(
 
 async def request_review(
     ctx: Context,
-    path: Annotated[
-        str | None, Field(description="A Markdown file of the project, e.g. docs/plan.md")
-    ] = None,
-    markdown: Annotated[str | None, Field(description="The document's Markdown text")] = None,
-    name: Annotated[
-        str | None,
-        Field(max_length=200, description="The plan's name: its revisions are diffed"),
-    ] = None,
+    path: str | None = None,
+    markdown: str | None = None,
     timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = DEFAULT_WAIT_S,
 ) -> CallToolResult:
     stop = threading.Event()
-    ask = functools.partial(_call, ctx, lambda s: _put_up(s, path, markdown, name, timeout_s, stop))
+    ask = functools.partial(_call, ctx, lambda s: _put_up(s, path, markdown, timeout_s, stop))
     result: list[CallToolResult] = []
 
     async def progress() -> None:
@@ -502,7 +497,7 @@ TABLE: tuple[Tool, ...] = (
         "review",
         'Wait for the reviewer to press "Send to agent" and take that review: at once if one is '
         "waiting, else when one is sent or `timeout_s` passes. Returns {review: {id, mode, "
-        "message, decision? (approve | approve_with_notes | request_changes), notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
+        "message, decision?, notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
         "total, next?}, instructions}. Mode `edit`: apply the changes. Mode `review`: answer "
         "each note (address_annotation with `message`), edit no file. A long review continues "
         "with get_review(id, offset=next). After the timeout: {review: null}; call again to "
@@ -513,14 +508,8 @@ TABLE: tuple[Tool, ...] = (
         "request_review",
         request_review,
         None,
-        "Put a Markdown document up for review before acting on it (a plan, a design, any "
-        "Markdown file): give `path` (a file of the project) or `markdown` (the text; `name` "
-        "groups its revisions). The reviewer gets a page to mark up and answers approve, "
-        "approve_with_notes or request_changes. Waits like wait_for_review (`timeout_s`). "
-        "Returns {planId, revision, url, decision, message, notes: [{id, intent, note, "
-        "suggestion, at (path:lines), quote}], instructions}; decision null after the timeout: "
-        "call again with the same document to keep waiting. request_changes: revise and call "
-        "again (the reviewer sees what changed). approve_with_notes: go ahead, heeding the notes.",
+        "Have a Markdown plan or file (`path` or `markdown`) reviewed first; waits like "
+        "wait_for_review. Returns {decision (null: call again), message, notes, url}.",
         WRITE,
     ),
     Tool(

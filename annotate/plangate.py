@@ -31,6 +31,7 @@ __all__ = [
     "NO_BROWSER_ENV",
     "Outcome",
     "changes_message",
+    "first_heading",
     "hook_answer",
     "plan_input",
     "review_document",
@@ -66,7 +67,7 @@ class Outcome:
         }
 
 
-def _first_heading(markdown: str) -> str | None:
+def first_heading(markdown: str) -> str | None:
     for line in markdown.splitlines():
         if line.startswith("# "):
             return line[2:].strip() or None
@@ -98,7 +99,7 @@ def submit_text(store: Store, key: str, markdown: str) -> tuple[Revision, str, s
     if plan is not None and plan.latest.markdown == markdown and plan.latest.decision is None:
         revision = plan.latest  # put up again unchanged (a wait that timed out): same revision
     else:
-        revision = store.plans.submit(key, markdown, title=_first_heading(markdown))
+        revision = store.plans.submit(key, markdown, title=first_heading(markdown))
     source = plan_source(revision.plan_id)
     target = store.project_dir / source
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +117,7 @@ def submit_file(store: Store, path: str | os.PathLike[str]) -> tuple[Revision, s
         revision = plan.latest  # opened again unchanged: the same revision, still undecided
     else:
         revision = store.plans.submit(
-            f"file:{doc.path}", doc.text, title=_first_heading(doc.text) or doc.path
+            f"file:{doc.path}", doc.text, title=first_heading(doc.text) or doc.path
         )
     return revision, doc.page_url, doc.path
 

@@ -323,9 +323,7 @@ async def test_request_review_over_mcp(project: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv(plangate.NO_BROWSER_ENV, raising=False)
     monkeypatch.setattr(plangate.webbrowser, "open", browser)
     async with Client(build_server(project)) as client:
-        result = await client.call_tool(
-            "request_review", {"markdown": plan, "name": "deploy", "timeout_s": 60}
-        )
+        result = await client.call_tool("request_review", {"markdown": plan, "timeout_s": 60})
         for p in people:
             p.join()
         assert not result.is_error, result.content
@@ -347,3 +345,38 @@ async def test_request_review_over_mcp(project: Path, monkeypatch: pytest.Monkey
     assert note["at"].endswith(".md:4")  # the plan's line 4
     assert '1. [replace] line 4: "on Friday"' in answer["instructions"]
     assert answer["url"] == seen["url"]
+
+
+# -- annotate export --html ------------------------------------------------------------------------
+
+
+def test_export_html_is_one_self_contained_file(project: Path, tmp_path: Path) -> None:
+    with annotate.open(project) as store:
+        first = store.plans.submit("session:x", "# P <b>bold</b>\n\nDrop the table.\n")
+        store.plans.decide(first.plan_id, 1, "request_changes", "<i>no</i>")
+        store.plans.submit("session:x", "# P <b>bold</b>\n\nKeep the table.\n")
+        url = f"{documents.PLANS_PREFIX}{first.plan_id}/"
+        made = store.add_annotation(
+            text_note(
+                pageUrl=url,
+                note="<script>alert(1)</script>",
+                selectedText="Keep",
+                quote={"exact": "Keep", "suffix": " the table"},
+            )
+        )
+        store.add_agent_reply(made.id, "Done </li><img src=x>")
+    out = tmp_path / "share.html"
+    assert invoke(project, "export", "--html", str(out)) == f"Wrote {out}\n"
+    html = out.read_text()
+    assert "<script" not in html and "<img" not in html and "<b>bold" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Done &lt;/li&gt;&lt;img src=x&gt;" in html
+    assert "&lt;i&gt;no&lt;/i&gt;" in html  # the message of revision 1
+    assert "<del>Drop</del><ins>Keep</ins>" in html
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    # Nothing to fetch: no URL of any resource in it.
+    import re
+
+    assert re.findall(r'(?:src|href)="([^"]*)"', html) == ["data:,"]  # the empty favicon
+    assert "http:" not in html and "https:" not in html
+    assert invoke(project, "export", "--html", str(out), "--plan", "pl_0000000000", code=1)
