@@ -78,16 +78,54 @@ def plan_page(plan: Plan, number: int, *, source: str) -> str:
 
 class Verdicts:
     """ASGI middleware: a review created through this server with a decision decides the
-    revision it serves (`on_review(review)` with the API's answer, in a worker thread)."""
+    revision it serves (`on_review(review)` with the API's answer, in a worker thread).
 
-    def __init__(self, app: ASGIApp, on_review: Callable[[dict[str, Any]], None]) -> None:
+    "Send to agent" on the page sends the batch; here the batch is the page's own notes only
+    (`pageUrl` added to the request): a plan reviewed while a docs review is open, or two plans
+    at once, never take each other's notes."""
+
+    def __init__(
+        self, app: ASGIApp, on_review: Callable[[dict[str, Any]], None], page_url: str
+    ) -> None:
         self.app = app
         self.on_review = on_review
+        self.page_url = page_url
+
+    async def _scoped(self, receive: Receive) -> tuple[Receive, list[tuple[bytes, bytes]]]:
+        """`receive` replaying the request body with `pageUrl` set, and the headers to send
+        with it (its new length). A body that is no JSON object goes on as it came."""
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        with contextlib.suppress(ValueError):
+            data = json.loads(body or b"{}")
+            if isinstance(data, dict) and "ids" not in data:
+                data["pageUrl"] = self.page_url
+                body = json.dumps(data).encode()
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return replay, [(b"content-length", str(len(body)).encode())]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != REVIEWS_PATH:
             await self.app(scope, receive, send)
             return
+        receive, length = await self._scoped(receive)
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        scope = {**scope, "headers": [*headers, *length]}
         status = 0
         body: list[bytes] = []
 
@@ -149,7 +187,7 @@ def serve_document(
     )
     sock = bind(host, port)
     config = uvicorn.Config(
-        Verdicts(app, on_review),
+        Verdicts(app, on_review, page_url),
         log_level="warning",
         access_log=False,
         lifespan="off",

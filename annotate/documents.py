@@ -163,33 +163,51 @@ def render(markdown: str) -> str:
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 
 
+def _equal_html(run: list[str], context: int, out: list[str]) -> None:
+    """Unchanged tokens: kept whole when short, else `context` each side and the middle folded."""
+    if len(run) > 2 * context:
+        head, middle, tail = run[:context], run[context:-context], run[-context:]
+        out.append(escape("".join(head)))
+        out.append(
+            f'<details class="fold"><summary>… {len(middle)} unchanged</summary>'
+            f"{escape(''.join(middle))}</details>"
+        )
+        out.append(escape("".join(tail)))
+    else:
+        out.append(escape("".join(run)))
+
+
 def word_diff_html(old: str, new: str, *, context: int = 12) -> tuple[str, int, int]:
     """The word diff of two revisions as HTML (`<del>`, `<ins>`, unchanged runs longer than
-    `context` words folded into a `<details>`), with the counts of words inserted and deleted."""
-    a, b = _WORDS.findall(old), _WORDS.findall(new)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    `context` words folded into a `<details>`), with the counts of words inserted and deleted.
+
+    Lines are matched first and words only inside the blocks of lines that changed: a word
+    diff of a whole 100 kB file at once is quadratic in its repeated words (benchmarks/plans.py).
+    """
+    a_lines, b_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    by_lines = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
     out: list[str] = []
     added = removed = 0
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    equal: list[str] = []  # unchanged tokens waiting to be written
+    for tag, i1, i2, j1, j2 in by_lines.get_opcodes():
         if tag == "equal":
-            run = a[i1:i2]
-            if len(run) > 2 * context:
-                head, middle, tail = run[:context], run[context:-context], run[-context:]
-                out.append(escape("".join(head)))
-                out.append(
-                    f'<details class="fold"><summary>… {len(middle)} unchanged</summary>'
-                    f"{escape(''.join(middle))}</details>"
-                )
-                out.append(escape("".join(tail)))
-            else:
-                out.append(escape("".join(run)))
+            equal += _WORDS.findall("".join(a_lines[i1:i2]))
             continue
-        if i2 > i1:
-            removed += sum(1 for t in a[i1:i2] if not t.isspace())
-            out.append(f"<del>{escape(''.join(a[i1:i2]))}</del>")
-        if j2 > j1:
-            added += sum(1 for t in b[j1:j2] if not t.isspace())
-            out.append(f"<ins>{escape(''.join(b[j1:j2]))}</ins>")
+        a, b = _WORDS.findall("".join(a_lines[i1:i2])), _WORDS.findall("".join(b_lines[j1:j2]))
+        words = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        for op, k1, k2, l1, l2 in words.get_opcodes():
+            if op == "equal":
+                equal += a[k1:k2]
+                continue
+            _equal_html(equal, context, out)
+            equal = []
+            if k2 > k1:
+                removed += sum(1 for t in a[k1:k2] if not t.isspace())
+                out.append(f"<del>{escape(''.join(a[k1:k2]))}</del>")
+            if l2 > l1:
+                added += sum(1 for t in b[l1:l2] if not t.isspace())
+                out.append(f"<ins>{escape(''.join(b[l1:l2]))}</ins>")
+    _equal_html(equal, context, out)
     return "".join(out), added, removed
 
 

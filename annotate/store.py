@@ -1254,6 +1254,7 @@ class Store:
         """
         fields = validate.review_input(data)
         ids = fields.pop("ids")
+        page = fields.pop("page_url")  # the batch of one page only (a plan's page, issue #29)
         if by is not None:
             fields["author"] = by.name
         stamp = now()
@@ -1264,8 +1265,8 @@ class Store:
                 for table in ("annotations", "page_notes"):
                     taken += conn.execute(
                         f"UPDATE {table} SET review_id = ? WHERE review_id IS NULL "
-                        "AND status = 'open'",
-                        (id,),
+                        "AND status = 'open'" + (" AND page_url = ?" if page else ""),
+                        (id, page) if page else (id,),
                     ).rowcount
                 if not taken and not fields["message"].strip() and not fields["decision"]:
                     raise ValidationError(

@@ -399,7 +399,9 @@ def review_input(data: Any) -> dict[str, Any]:
     """`{mode, message, author, ids, decision}`; `ids` (the notes to send, in order, once each) is
     None when absent: the batch. `decision`: the verdict (`DECISIONS`), optional."""
     data = _mapping(data or {}, "review")
-    refuse_unknown(data, frozenset({"mode", "message", "author", "ids", "decision"}), "review")
+    refuse_unknown(
+        data, frozenset({"mode", "message", "author", "ids", "decision", "pageUrl"}), "review"
+    )
     decision = data.get("decision")
     if decision is not None and decision not in DECISIONS:
         raise ValidationError(
@@ -426,4 +428,6 @@ def review_input(data: Any) -> dict[str, Any]:
         "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
         "decision": decision,
         "ids": ids,
+        # The batch of this page only (a document's page, issue #29); ignored with `ids`.
+        "page_url": text(data.get("pageUrl"), "pageUrl", MAX_PAGE_URL) or None,
     }

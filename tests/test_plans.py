@@ -94,3 +94,15 @@ def test_an_approval_needs_no_notes(store: annotate.Store) -> None:
         store.create_review({"decision": "yes"})
     plain = store.create_review({"message": "hello"})
     assert plain.decision is None and "decision" not in plain.outline()
+
+
+def test_a_review_of_one_page_takes_only_its_notes(store: annotate.Store) -> None:
+    mine = store.add_annotation(text_note(pageUrl="/_annotate_plans/pl_1/"))
+    other = store.add_annotation(text_note())
+    review = store.create_review({"pageUrl": "/_annotate_plans/pl_1/", "decision": "approve"})
+    assert [a.id for a in review.annotations] == [mine.id]
+    empty = store.create_review({"pageUrl": "/nothing/", "decision": "approve"})
+    assert empty.annotations == ()
+    assert other.id not in [a.id for r in store.list_reviews() for a in r.annotations]
+    batch = store.create_review({})  # the usual batch still takes it
+    assert [a.id for a in batch.annotations] == [other.id]

@@ -517,6 +517,7 @@ def _schemas() -> dict[str, Any]:
                 "message": _text(v.MAX_MESSAGE, nullable=True),
                 "author": _text(v.MAX_AUTHOR, nullable=True),
                 "decision": _nullable({"type": "string", "enum": list(DECISIONS)}),
+                "pageUrl": _text(v.MAX_PAGE_URL, nullable=True),
                 "ids": _nullable(
                     {
                         "type": "array",
@@ -531,7 +532,8 @@ def _schemas() -> dict[str, Any]:
             "description": "Send to agent. Without `ids`: every open note not sent yet. With "
             "`ids`: just those notes (Ask agent now), the batch left as it is. `decision`: the "
             "reviewer's verdict (approve, approve_with_notes, request_changes); with one, a review "
-            "without notes or message is allowed (an approval)."
+            "without notes or message is allowed (an approval). `pageUrl`: without `ids`, only the open "
+            "notes of that page join (a reviewed document's page sends its own notes)."
         },
         "AnchorInput": _object(
             {

@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 
 import annotate
 from tests.browser.conftest import Console, select_text, wait_painted
+from tests.conftest import text_note
 
 ANNOTATE = Path(sys.executable).parent / "annotate"
 PLAN_1 = """# Migrate the store
@@ -133,6 +134,8 @@ def send(page: Page, decision: str, message: str = "") -> None:
 
 
 def test_approve_answers_allow(project: Path, page: Page, started: list[Running]) -> None:
+    with annotate.open(project) as store:  # a docs review under way meanwhile
+        elsewhere = store.add_annotation(text_note())
     run = hook(project, PLAN_1, started)
     page.goto(run.url)
     wait_painted(page)
@@ -146,6 +149,11 @@ def test_approve_answers_allow(project: Path, page: Page, started: list[Running]
     )
     with annotate.open(project) as store:
         [plan] = store.plans.list()
+        review = store.get_review(str(plan.latest.review_id))
+        # The plan page's Send took its own notes (none), not the docs page's open note.
+        assert review.annotations == () and review.decision == "approve"
+        sent = [a.id for r in store.list_reviews() for a in r.annotations]
+        assert elsewhere.id not in sent
     assert (plan.key, plan.latest.number, plan.latest.decision) == ("session:sess-1", 1, "approve")
 
 
