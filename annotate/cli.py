@@ -1272,7 +1272,9 @@ def hook_plan(project: str | None, timeout: float, no_browser: bool) -> None:
         raise SystemExit(_fail(f"The hook's input is not JSON: {e}")) from None
     try:
         key, markdown = plangate.plan_input(payload)
-        with store_module.open(plangate.project_of(payload, project)) as store:
+        # The store `annotate` uses there: $ANNOTATE_DB (a team's PostgreSQL), else the file.
+        db = os.environ.get("ANNOTATE_DB") or None
+        with store_module.open(plangate.project_of(payload, project), db=db) as store:
             revision, page_url, source = plangate.submit_text(store, key, markdown)
             outcome = plangate.review_document(
                 store,
