@@ -260,7 +260,9 @@ def _page_url(store: Store, page_url: str | None, path: str | None) -> str:
     relative = PurePosixPath(path.replace("\\", "/").removeprefix("./"))
     if relative.suffix != ".md" or docs not in relative.parents:
         raise ValidationError(
-            f"path must be a Markdown file in the docs folder ({docs}/…​.md), got {path!r}", "path"
+            f"path must be a Markdown file in the docs folder ({docs}/…​.md), got {path!r}; any "
+            "other Markdown file is reviewed with request_review or `annotate open FILE`",
+            "path",
         )
     parts = relative.relative_to(docs).with_suffix("").parts
     if parts[-1] in ("index", "README"):

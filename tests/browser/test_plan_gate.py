@@ -169,23 +169,29 @@ def test_request_changes_then_a_second_revision_with_its_diff_and_carried_notes(
     send(page, "request_changes", "Keep a way back.")
     code, out, err = run.finish()
     assert code == 0, err
-    assert json.loads(out) == {
-        "hookSpecificOutput": {
-            "hookEventName": "PermissionRequest",
-            "decision": {
-                "behavior": "deny",
-                "message": "The reviewer requested changes to the plan (revision 1).\n"
-                "Notes (line numbers are the plan's):\n"
-                '1. [comment] line 4: "Copy every row"\n'
-                "   note: In batches of 1000\n"
-                '2. [replace] line 5: "Drop the old table"\n'
-                '   suggestion: "Keep the old table"\n'
-                "   note: We need it to roll back\n"
-                "Message: Keep a way back.\n"
-                "Revise the plan accordingly and present it again.",
-            },
-        }
-    }
+    assert (
+        out
+        == json.dumps(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PermissionRequest",
+                    "decision": {
+                        "behavior": "deny",
+                        "message": "The reviewer requested changes to the plan (revision 1).\n"
+                        "Notes (line numbers are the plan's):\n"
+                        '1. [comment] line 4: "Copy every row"\n'
+                        "   note: In batches of 1000\n"
+                        '2. [replace] line 5: "Drop the old table"\n'
+                        '   suggestion: "Keep the old table"\n'
+                        "   note: We need it to roll back\n"
+                        "Message: Keep a way back.\n"
+                        "Revise the plan accordingly and present it again.",
+                    },
+                }
+            }
+        )
+        + "\n"
+    )
 
     # The agent revises the plan: revision 2 of the same session's plan, diffed against 1.
     run = hook(project, PLAN_2, started)
