@@ -67,7 +67,11 @@ def plan_page(plan: Plan, number: int, *, source: str) -> str:
         (f"Revision {r.number}", f"{r.created_at}: {r.decision or 'waiting for a decision'}")
         for r in plan.revisions
     ]
-    meta = f"Revision {number} of {plan.key} · notes carry the lines of {source}"
+    meta = (
+        f"Revision {number} of {plan.key} · notes carry the lines of {source} · answer with "
+        "the review panel's Send to agent and a verdict (Approve, Approve with notes, Request "
+        "changes)"
+    )
     return documents.page(
         title,
         documents.render(revision.markdown),

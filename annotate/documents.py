@@ -63,11 +63,14 @@ class Document:
     site_page: bool
 
 
-def read_document(project: Path, path: str | os.PathLike[str]) -> Document:
-    """The Markdown file `path` (absolute, or relative to the current folder) of `project`."""
+def read_document(
+    project: Path, path: str | os.PathLike[str], *, base: Path | None = None
+) -> Document:
+    """The Markdown file `path` (absolute, or relative to `base`, by default the current folder)
+    of `project`."""
     root = project.resolve()
     given = Path(path)
-    absolute = given if given.is_absolute() else Path.cwd() / given
+    absolute = given if given.is_absolute() else (base or Path.cwd()) / given
     try:
         lexical = Path(os.path.normpath(absolute)).relative_to(root)
     except ValueError:

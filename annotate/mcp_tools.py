@@ -305,7 +305,8 @@ def _put_up(
     if (path is None) == (markdown is None):
         raise ValidationError("Give either path (a Markdown file) or markdown (the text)", "path")
     if path is not None:
-        revision, page_url, source = plangate.submit_file(s, path)
+        # An agent names files from the project's folder, wherever the server was started.
+        revision, page_url, source = plangate.submit_file(s, path, base=s.project_dir)
     else:
         # Revisions of one plan share its title (its first `# ` heading): each is diffed
         # against the last one reviewed.

@@ -107,11 +107,13 @@ def submit_text(store: Store, key: str, markdown: str) -> tuple[Revision, str, s
     return revision, f"{documents.PLANS_PREFIX}{revision.plan_id}/", source
 
 
-def submit_file(store: Store, path: str | os.PathLike[str]) -> tuple[Revision, str, str]:
+def submit_file(
+    store: Store, path: str | os.PathLike[str], *, base: Path | None = None
+) -> tuple[Revision, str, str]:
     """A Markdown file of the project (`documents.read_document`'s refusals apply) as the next
     revision of its plan; its notes carry its own path and lines, and a file inside docs_dir keeps
     its site page's URL."""
-    doc = documents.read_document(store.project_dir, path)
+    doc = documents.read_document(store.project_dir, path, base=base)
     plan = store.plans.find(f"file:{doc.path}")
     if plan is not None and plan.latest.markdown == doc.text and plan.latest.decision is None:
         revision = plan.latest  # opened again unchanged: the same revision, still undecided

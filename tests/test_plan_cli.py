@@ -380,3 +380,26 @@ def test_export_html_is_one_self_contained_file(project: Path, tmp_path: Path) -
     assert re.findall(r'(?:src|href)="([^"]*)"', html) == ["data:,"]  # the empty favicon
     assert "http:" not in html and "https:" not in html
     assert invoke(project, "export", "--html", str(out), "--plan", "pl_0000000000", code=1)
+
+
+@pytest.mark.anyio
+async def test_request_review_of_a_project_file_times_out_cleanly(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path is the project's (the server may run elsewhere); no verdict: decision null, and
+    asking again waits on the same revision."""
+    from mcp import Client
+
+    from annotate.mcp_server import build_server
+
+    monkeypatch.setenv("ANNOTATE_NO_BROWSER", "1")
+    async with Client(build_server(project)) as client:
+        first = await client.call_tool("request_review", {"path": "plan.md", "timeout_s": 0.3})
+        again = await client.call_tool("request_review", {"path": "plan.md", "timeout_s": 0.3})
+    answers = [json.loads(r.content[0].text) for r in (first, again)]  # type: ignore[union-attr]
+    for answer in answers:
+        assert answer["decision"] is None and answer["notes"] == []
+        assert answer["url"].endswith("/_annotate_files/plan.md/")
+        assert "call request_review again" in answer["instructions"]
+    assert answers[0]["revision"] == answers[1]["revision"] == 1
+    assert answers[0]["planId"] == answers[1]["planId"]
