@@ -1359,7 +1359,7 @@ def plans_list(ctx: Ctx) -> None:
 def plans_show(ctx: Ctx, id: str, revision: int | None) -> None:
     """One plan's revision: its decision and Markdown, and what changed since the last reviewed
     one."""
-    from .diff import word_diff
+    from .documents import word_diff_text as word_diff
 
     plan = ctx.store().plans.get(id)
     shown = plan.revision(revision)

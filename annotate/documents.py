@@ -33,7 +33,9 @@ __all__ = [
     "page",
     "read_document",
     "render",
+    "word_changes",
     "word_diff_html",
+    "word_diff_text",
 ]
 
 MAX_DOCUMENT_BYTES = 1_000_000
@@ -166,23 +168,9 @@ def render(markdown: str) -> str:
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 
 
-def _equal_html(run: list[str], context: int, out: list[str]) -> None:
-    """Unchanged tokens: kept whole when short, else `context` each side and the middle folded."""
-    if len(run) > 2 * context:
-        head, middle, tail = run[:context], run[context:-context], run[-context:]
-        out.append(escape("".join(head)))
-        out.append(
-            f'<details class="fold"><summary>… {len(middle)} unchanged</summary>'
-            f"{escape(''.join(middle))}</details>"
-        )
-        out.append(escape("".join(tail)))
-    else:
-        out.append(escape("".join(run)))
-
-
-def word_diff_html(old: str, new: str, *, context: int = 12) -> tuple[str, int, int]:
-    """The word diff of two revisions as HTML (`<del>`, `<ins>`, unchanged runs longer than
-    `context` words folded into a `<details>`), with the counts of words inserted and deleted.
+def word_changes(old: str, new: str) -> list[tuple[str, str]]:
+    """The word diff of two revisions as `(kind, text)` pieces in order, `kind` one of `equal`,
+    `del`, `ins`.
 
     Lines are matched first and words only inside the blocks of lines that changed: a word
     diff of a whole 100 kB file at once is quadratic in its repeated words (benchmarks/plans.py).
@@ -191,29 +179,83 @@ def word_diff_html(old: str, new: str, *, context: int = 12) -> tuple[str, int, 
     # Blank lines, repeated everywhere, anchor no match: as junk they cost nothing (measured:
     # the line match of a 100 kB plan went from 0.8 s to a few ms).
     by_lines = difflib.SequenceMatcher(lambda line: not line.strip(), a_lines, b_lines)
-    out: list[str] = []
-    added = removed = 0
-    equal: list[str] = []  # unchanged tokens waiting to be written
+    out: list[tuple[str, str]] = []
     for tag, i1, i2, j1, j2 in by_lines.get_opcodes():
         if tag == "equal":
-            equal += _WORDS.findall("".join(a_lines[i1:i2]))
+            out.append(("equal", "".join(a_lines[i1:i2])))
             continue
         a, b = _WORDS.findall("".join(a_lines[i1:i2])), _WORDS.findall("".join(b_lines[j1:j2]))
-        words = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        # Spaces between words match everywhere: as junk they anchor nothing (quadratic else).
+        words = difflib.SequenceMatcher(str.isspace, a, b, autojunk=False)
         for op, k1, k2, l1, l2 in words.get_opcodes():
             if op == "equal":
-                equal += a[k1:k2]
+                out.append(("equal", "".join(a[k1:k2])))
                 continue
-            _equal_html(equal, context, out)
-            equal = []
             if k2 > k1:
-                removed += sum(1 for t in a[k1:k2] if not t.isspace())
-                out.append(f"<del>{escape(''.join(a[k1:k2]))}</del>")
+                out.append(("del", "".join(a[k1:k2])))
             if l2 > l1:
-                added += sum(1 for t in b[l1:l2] if not t.isspace())
-                out.append(f"<ins>{escape(''.join(b[l1:l2]))}</ins>")
-    _equal_html(equal, context, out)
+                out.append(("ins", "".join(b[l1:l2])))
+    return out
+
+
+def _runs(pieces: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Adjacent unchanged pieces joined into one."""
+    runs: list[tuple[str, list[str]]] = []
+    for kind, text in pieces:
+        if runs and kind == "equal" == runs[-1][0]:
+            runs[-1][1].append(text)
+        else:
+            runs.append((kind, [text]))
+    return [(kind, "".join(texts)) for kind, texts in runs]
+
+
+def _words(text: str) -> int:
+    return sum(1 for t in _WORDS.findall(text) if not t.isspace())
+
+
+def word_diff_html(old: str, new: str, *, context: int = 12) -> tuple[str, int, int]:
+    """The word diff of two revisions as HTML (`<del>`, `<ins>`, unchanged runs longer than
+    `context` words each side folded into a `<details>`), with the counts of words inserted and
+    deleted."""
+    out: list[str] = []
+    added = removed = 0
+    for kind, text in _runs(word_changes(old, new)):
+        if kind == "del":
+            removed += _words(text)
+            out.append(f"<del>{escape(text)}</del>")
+        elif kind == "ins":
+            added += _words(text)
+            out.append(f"<ins>{escape(text)}</ins>")
+        else:
+            run = _WORDS.findall(text)
+            if len(run) > 2 * context:
+                middle = run[context:-context]
+                out.append(escape("".join(run[:context])))
+                out.append(
+                    f'<details class="fold"><summary>… {len(middle)} unchanged</summary>'
+                    f"{escape(''.join(middle))}</details>"
+                )
+                out.append(escape("".join(run[-context:])))
+            else:
+                out.append(escape(text))
     return "".join(out), added, removed
+
+
+def word_diff_text(old: str, new: str, *, context: int = 12) -> str | None:
+    """The same diff as text, `[-removed-]{+added+}`, long unchanged runs cut to ` … `; None when
+    the two are equal."""
+    if old == new:
+        return None
+    out: list[str] = []
+    for kind, text in _runs(word_changes(old, new)):
+        if kind != "equal":
+            out.append(f"[-{text}-]" if kind == "del" else f"{{+{text}+}}")
+            continue
+        run = _WORDS.findall(text)
+        if len(run) > 2 * context:
+            text = "".join(run[:context]) + " … " + "".join(run[-context:])
+        out.append(text)
+    return "".join(out)
 
 
 STYLE = """
