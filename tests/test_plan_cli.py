@@ -194,6 +194,17 @@ def test_the_word_diff_marks_insertions_and_deletions() -> None:
     assert (added, removed) == (1, 1)
 
 
+def test_the_word_diff_folds_long_unchanged_passages() -> None:
+    same = " ".join(f"w{i}" for i in range(100))
+    old, new = f"# T\n\n{same}\n\nold end\n", f"# T\n\n{same}\n\nnew end\n"
+    html, added, removed = documents.word_diff_html(old, new, context=5)
+    assert '<details class="fold"><summary>… ' in html and " unchanged</summary>" in html
+    assert html.endswith("<del>old</del><ins>new</ins> end\n") and (added, removed) == (1, 1)
+    text = documents.word_diff_text(old, new, context=5)
+    assert text is not None and " … " in text and text.endswith("[-old-]{+new+} end\n")
+    assert documents.word_diff_text(old, old) is None
+
+
 # -- annotate plans, plans show --------------------------------------------------------------------
 
 
