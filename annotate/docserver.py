@@ -35,6 +35,7 @@ __all__ = ["Served", "Verdicts", "deciding", "plan_page", "plan_source", "serve_
 
 log = logging.getLogger(__name__)
 REVIEWS_PATH = "/__annotate/api/reviews"
+MAX_SCOPED_BODY = 65_536  # a review's JSON is a few hundred bytes; `ids` at most ~20 kB
 
 
 def plan_source(plan_id: str) -> str:
@@ -128,28 +129,37 @@ class Verdicts:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != REVIEWS_PATH:
             await self.app(scope, receive, send)
             return
-        receive, length = await self._scoped(receive)
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
-        scope = {**scope, "headers": [*headers, *length]}
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) <= MAX_SCOPED_BODY:
+            # Only a body of a size said up front is read here; anything else goes on as it came
+            # to the app's own checks (its size limit among them), unscoped.
+            receive, length = await self._scoped(receive)
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+            scope = {**scope, "headers": [*headers, *length]}
         status = 0
         body: list[bytes] = []
+        held: list[Message] = []
 
         async def capture(message: Message) -> None:
+            # The answer is held until the verdict is recorded: the page that sees its review
+            # created sees the plan decided too (a review's answer is a few kB).
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
             elif message["type"] == "http.response.body":
                 body.append(message.get("body", b""))
-            await send(message)
+            held.append(message)
 
-        await self.app(scope, receive, capture)
-        if status == 201:
-            try:
-                review = json.loads(b"".join(body))
-            except ValueError:
-                return
-            if isinstance(review, dict) and review.get("decision"):
-                await run_in_threadpool(self.on_review, review)
+        try:
+            await self.app(scope, receive, capture)
+            if status == 201:
+                with contextlib.suppress(ValueError):
+                    review = json.loads(b"".join(body))
+                    if isinstance(review, dict) and review.get("decision"):
+                        await run_in_threadpool(self.on_review, review)
+        finally:
+            for message in held:
+                await send(message)
 
 
 @dataclass

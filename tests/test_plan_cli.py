@@ -414,3 +414,40 @@ async def test_request_review_of_a_project_file_times_out_cleanly(
         assert "call request_review again" in answer["instructions"]
     assert answers[0]["revision"] == answers[1]["revision"] == 1
     assert answers[0]["planId"] == answers[1]["planId"]
+
+
+def test_the_document_page_keeps_the_review_servers_guard(project: Path) -> None:
+    """The page's server is `annotate serve`'s app: no token, a foreign Origin or Host, and
+    nothing is decided; a review sent with the token decides the revision served."""
+    import httpx
+
+    from annotate.docserver import deciding, serve_document
+    from annotate.tokens import TokenFile
+
+    with annotate.open(project) as store:
+        revision, page_url, source = plangate_submit(store)
+        served = serve_document(
+            store, {page_url: ("<html><body><main>x</main></body></html>", source)},
+            page_url=page_url, on_review=deciding(store, revision),
+        )  # fmt: skip
+        try:
+            api = served.url.split("/_annotate")[0] + "/__annotate/api/reviews"
+            body = {"decision": "approve"}
+            assert httpx.post(api, json=body).status_code in (401, 403)
+            token = {"X-Annotate-Token": TokenFile(project)()}
+            evil = {**token, "Origin": "http://evil.example"}
+            assert httpx.post(api, json=body, headers=evil).status_code == 403
+            host = {**token, "Host": "evil.example"}
+            assert httpx.post(api, json=body, headers=host).status_code in (400, 403, 421)
+            assert store.plans.get(revision.plan_id).latest.decision is None
+            ok = httpx.post(api, json=body, headers=token)
+            assert ok.status_code == 201 and ok.json()["decision"] == "approve"
+            assert store.plans.get(revision.plan_id).latest.decision == "approve"
+        finally:
+            served.stop()
+
+
+def plangate_submit(store: annotate.Store) -> tuple[object, str, str]:
+    from annotate import plangate
+
+    return plangate.submit_text(store, "session:g", "# G\n\nGo.\n")  # type: ignore[return-value]
