@@ -52,6 +52,14 @@ TOML_END = f"# {NAME}: end"
 OPENCODE_SCHEMA = "https://opencode.ai/config.json"
 HOOK_TIMEOUT = 10  # seconds; the hook answers in well under one (benchmarks/agent_round.py)
 NO_GATE = "no stop gate: OpenCode's plugins cannot hold a turn (docs/agents.md)"
+# The plan gate (issue #29, docs/plans.md): Claude Code's PermissionRequest hook on ExitPlanMode.
+# Its timeout is the hook's own (`annotate hook plan --timeout`) and a minute more, so the hook
+# always answers (or says it timed out) before Claude Code gives up on it.
+PLAN_HOOK_TIMEOUT = 3060
+NO_PLAN_GATE = (
+    "no plan gate: only Claude Code has a hook on its plan step; use the MCP tool "
+    "request_review (docs/plans.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -426,10 +434,12 @@ def install(
     *,
     command: str | None = None,
     gate: bool = False,
+    plan_gate: bool = False,
 ) -> list[Action]:
     """Connect the agents to the project's notes; idempotent. Returns what was done.
 
-    `gate` also installs the Stop hook `annotate hook stop` where the agent has one."""
+    `gate` also installs the Stop hook `annotate hook stop` where the agent has one;
+    `plan_gate` Claude Code's PermissionRequest hook `annotate hook plan` on ExitPlanMode."""
     root = Path(project).resolve()
     chosen = _check(root, agents, scope)
     store_module.open(root).close()  # .annotate/ with its own `*` .gitignore
@@ -443,6 +453,8 @@ def install(
             actions.append(_install_skill(t, record))
         if gate and agent in AGENTS:
             actions.append(_install_gate(t, record, command))
+        if plan_gate and agent in AGENTS:
+            actions.append(_install_plan_gate(t, record, command))
     record.save()
     return actions
 
@@ -566,6 +578,77 @@ def _install_gate(t: Target, record: Record, command: str) -> Action:
     return Action("wrote" if changed else "unchanged", path, f"Stop hook for {t.agent}")
 
 
+def _plan_handler(command: str) -> dict[str, Any]:
+    return {
+        "type": "command",
+        "command": f"{shlex.quote(command)} hook plan",
+        "timeout": PLAN_HOOK_TIMEOUT,
+    }
+
+
+# `… annotate hook plan`, whatever path, quoting or options come with it.
+_OUR_PLAN_HOOK = re.compile(r"""(?:^|[/\\\s'"])annotate['"]?\s+hook\s+plan(?:\s|$)""")
+
+
+def _without_plan_hook(groups: list[Any], command: str | None) -> list[Any]:
+    """The PermissionRequest groups without our ExitPlanMode handler (`command`, as recorded, or
+    any `annotate hook plan`); a group left empty goes."""
+
+    def ours(h: Any) -> bool:
+        line = str(h.get("command", "")) if isinstance(h, dict) else ""
+        return bool(line) and (line == command or bool(_OUR_PLAN_HOOK.search(line)))
+
+    kept = []
+    for group in groups:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if isinstance(handlers, list):
+            left = [h for h in handlers if not ours(h)]
+            if len(left) != len(handlers):
+                if left:
+                    kept.append({**group, "hooks": left})
+                continue
+        kept.append(group)
+    return kept
+
+
+def _install_plan_gate(t: Target, record: Record, command: str) -> Action:
+    if t.agent != "claude" or t.hooks is None:
+        return Action("skipped", t.mcp, NO_PLAN_GATE)
+    path = t.hooks
+    data = _read_json(path)
+    if data is None:
+        return Action("skipped", path, "not a JSON object; add the hook by hand (docs/plans.md)")
+    hooks = data.get("hooks")
+    asks = hooks.get("PermissionRequest") if isinstance(hooks, dict) else None
+    if (hooks is not None and not isinstance(hooks, dict)) or (
+        asks is not None and not isinstance(asks, list)
+    ):
+        return Action("skipped", path, "'hooks' is not in the expected form; add it by hand")
+    handler = _plan_handler(command)
+    wanted = {"matcher": "ExitPlanMode", "hooks": [handler]}
+    recorded = record.find("plan-hook-json", path)
+    groups = list(asks or [])
+    if wanted not in groups:  # an older entry of ours makes way
+        groups = [
+            *_without_plan_hook(groups, recorded.get("command") if recorded else None),
+            wanted,
+        ]
+    entry = {"created": not path.exists(), "hooksCreated": hooks is None,
+             "askCreated": asks is None}  # fmt: skip
+    data["hooks"] = {**(hooks or {}), "PermissionRequest": groups}
+    dirs = _mkdirs(path.parent)
+    changed = _write(path, _dump(data))
+    if recorded is None:
+        record.add({"agent": t.agent, "scope": t.scope, "kind": "plan-hook-json",
+                    "path": str(path), **entry, "command": handler["command"],
+                    "dirs": dirs})  # fmt: skip
+    else:
+        recorded["command"] = handler["command"]
+    return Action(
+        "wrote" if changed else "unchanged", path, f"plan gate (ExitPlanMode) for {t.agent}"
+    )
+
+
 # -- uninstall ----------------------------------------------------------------------------------
 
 
@@ -575,22 +658,24 @@ def uninstall(
     scope: str | None = None,
     *,
     gate: bool = False,
+    plan_gate: bool = False,
 ) -> list[Action]:
     """Remove what `install` recorded for these agents (and scope); the `.gitignore` line only
     when every agent goes. Skill files installed before the record existed are found by path.
-    `gate` removes the Stop hooks only."""
+    `gate` removes the Stop hooks only, `plan_gate` the plan gate only (both: both)."""
     root = Path(project).resolve()
     chosen = _check(root, agents, scope)
     record = Record(root)
     # The .gitignore line goes with the last agent or host setup connected.
     others = {e["agent"] for e in record.installs} - {"*", *chosen}
-    every = set(chosen) >= set(AGENTS) and not others and scope is None and not gate
+    only = {k for k, on in (("hook-json", gate), ("plan-hook-json", plan_gate)) if on}
+    every = set(chosen) >= set(AGENTS) and not others and scope is None and not only
     actions: list[Action] = []
     keep: list[dict[str, Any]] = []
     undone: list[dict[str, Any]] = []
     for entry in record.installs:
         wanted = entry["agent"] in chosen and scope in (None, entry["scope"])
-        if gate and entry["kind"] != "hook-json":
+        if only and entry["kind"] not in only:
             wanted = False
         if entry["kind"] == "gitignore":
             wanted = every
@@ -603,7 +688,7 @@ def uninstall(
     folders = {d for e in undone for d in e.get("dirs", [])}
     # Without a record (older installs), look in the known places.
     recorded = {e["path"] for e in record.installs} | {str(a.path) for a in actions}
-    for agent in () if gate else chosen:
+    for agent in () if only else chosen:
         for s in SCOPES if scope is None else (scope,):
             path = targets(root, agent, s).skill
             if path is not None and str(path) not in recorded and _is_our_skill(path):
@@ -651,6 +736,20 @@ def _undo(entry: dict[str, Any]) -> Action:
             if not hooks and entry.get("hooksCreated"):
                 del data["hooks"]
         new = _dump(data) if data else ""
+    elif kind == "plan-hook-json":
+        data = _read_json(path)
+        if data is None:
+            return Action("skipped", path, "not a JSON object any more; remove the hook by hand")
+        hooks = data.get("hooks")
+        if isinstance(hooks, dict) and isinstance(hooks.get("PermissionRequest"), list):
+            hooks["PermissionRequest"] = _without_plan_hook(
+                hooks["PermissionRequest"], entry.get("command")
+            )
+            if not hooks["PermissionRequest"] and entry.get("askCreated"):
+                del hooks["PermissionRequest"]
+            if not hooks and entry.get("hooksCreated"):
+                del data["hooks"]
+        new = _dump(data) if data else ""
     elif kind == "mcp-toml":
         new = _TOML_BLOCK.sub("", text, count=1)
         new = new.rstrip("\n") + "\n" if new.strip() else ""
@@ -671,4 +770,5 @@ def _undo(entry: dict[str, Any]) -> Action:
         path.unlink()
         return Action("removed", path, "file written by setup")
     _write(path, new)
-    return Action("removed", path, "Stop hook" if kind == "hook-json" else f"{NAME} entry")
+    what = {"hook-json": "Stop hook", "plan-hook-json": "plan gate"}.get(kind, f"{NAME} entry")
+    return Action("removed", path, what)

@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from . import documents
 from .agents import mode_instructions
 from .config import site_config
 from .errors import ValidationError
@@ -258,9 +259,18 @@ def _page_url(store: Store, page_url: str | None, path: str | None) -> str:
     config = site_config(store.project_dir)
     docs = PurePosixPath(config.docs_dir)
     relative = PurePosixPath(path.replace("\\", "/").removeprefix("./"))
+    if relative.suffix in (".md", ".markdown") and docs not in relative.parents:
+        # Issue #29: any other Markdown file of the project (refused outside it, through a
+        # symlink out, not UTF-8, too big), its notes on a page of its own.
+        doc = documents.read_document(store.project_dir, path, base=store.project_dir)
+        if not doc.site_page:
+            store.register_pages({doc.page_url: doc.path})
+        return doc.page_url
     if relative.suffix != ".md" or docs not in relative.parents:
         raise ValidationError(
-            f"path must be a Markdown file in the docs folder ({docs}/…​.md), got {path!r}", "path"
+            f"path must be a Markdown file in the docs folder ({docs}/…​.md), got {path!r}; any "
+            "other Markdown file is reviewed with request_review or `annotate open FILE`",
+            "path",
         )
     parts = relative.relative_to(docs).with_suffix("").parts
     if parts[-1] in ("index", "README"):
@@ -288,14 +298,20 @@ def page_view(store: Store, page_url: str | None = None, path: str | None = None
     source = store.page_file(url)
     server = find_server(project)
     html, origin = None, "markdown"
-    if server is not None:
+    if server is not None and not url.startswith(documents.FILES_PREFIX):
         html, origin = _served(server, url), "served"
     if html is None:
         html, origin = _built(project, url), "built"
     if html is None:
         if source is None:
             raise _no_page(url)
-        html, origin = _rendered(project, source), "markdown"
+        if url.startswith(documents.FILES_PREFIX):
+            # Any Markdown file (issue #29): rendered with raw HTML off, as `annotate open` does.
+            text = documents.read_document(project, source, base=project).text
+            html = f"<main>{documents.render(text)}</main>"
+        else:
+            html = _rendered(project, source)
+        origin = "markdown"
     if len(html) > MAX_PAGE_BYTES:
         raise ValidationError(
             f"The page {url} is larger than {MAX_PAGE_BYTES // 1024 // 1024} MB", "pageUrl"
@@ -307,7 +323,7 @@ def page_view(store: Store, page_url: str | None = None, path: str | None = None
         title,
         content_root(html),
         origin,
-        server + url if server else None,
+        server + url if server and not url.startswith(documents.FILES_PREFIX) else None,
     )
 
 
@@ -322,12 +338,14 @@ def open_review(store: Store, page_url: str | None = None, path: str | None = No
     source = store.page_file(url)
     if source is None and server is None and _built(store.project_dir, url) is None:
         raise _no_page(url)
+    # A file outside the docs (issue #29) is no page of the site the server serves.
+    served = server is not None and not url.startswith(documents.FILES_PREFIX)
     return Opening(
         url,
         source,
         len(here) + len(notes),
         total,
-        server + url if server else None,
+        server + url if served and server else None,
     )
 
 

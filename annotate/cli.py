@@ -19,12 +19,14 @@ import click
 from . import agents, backends, importing, inline, pullrequests, shows
 from . import context as context_module
 from . import export as export_module
+from . import plans as plans_module
 from . import store as store_module
 from .context import DEFAULT_LINES, MAX_LINES
 from .diff import annotation_change
 from .errors import AnnotateError, StoreError
 from .models import (
     ANCHOR_STATES,
+    DECISIONS,
     REVIEW_MODES,
     STATUSES,
     Annotation,
@@ -303,6 +305,8 @@ def _review_text(review: Review, names: dict[str, str], offset: int = 0) -> str:
     brief = review.brief(offset)
     head = f"Review {review.id} ({review.mode} mode, {review.status}), sent {review.created_at}"
     lines = [head + ":"]
+    if review.decision:
+        lines.append(f"decision: {review.decision}")
     if review.message:
         lines.append(f'message: "{review.message}"')
     lines += [agents.mode_instructions(review.mode, names), ""]
@@ -576,6 +580,13 @@ def history(ctx: Ctx, id: str) -> None:
     "the block it is about (docs/inline.md).",
 )
 @click.option("--page", help="With --inline: only the notes of this page URL.")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Write one reviewed plan or file as one self-contained HTML file (docs/plans.md).",
+)
+@click.option("--plan", "plan_id", help="With --html: this plan (default: the latest revised).")
 def export(
     ctx: Ctx,
     fmt: str | None,
@@ -583,9 +594,16 @@ def export(
     output: str | None,
     in_markdown: bool,
     page: str | None,
+    html_file: str | None,
+    plan_id: str | None,
 ) -> None:
     """Export every note: Markdown to paste into a chat, JSON, or W3C JSON-LD; or, with
-    --inline, into the Markdown files themselves."""
+    --inline, into the Markdown files themselves; or, with --html, one reviewed plan."""
+    if html_file is not None:
+        from .share import write_html
+
+        click.echo(f"Wrote {write_html(ctx.store(), html_file, plan_id)}")
+        return
     if in_markdown:
         if fmt or output or include_resolved is not None:
             raise click.UsageError(
@@ -777,9 +795,16 @@ def review(ctx: Ctx, id: str, offset: int) -> None:
     help="edit: apply the changes; review: answer, change nothing yet.",
 )
 @click.option("-m", "--message", help="A message for the agent.")
-def send(ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None) -> None:
+@click.option(
+    "--decision",
+    type=click.Choice(DECISIONS),
+    help="The verdict: approve, approve_with_notes or request_changes.",
+)
+def send(
+    ctx: Ctx, ids: tuple[str, ...], mode: str, message: str | None, decision: str | None
+) -> None:
     """Send to agent: every open note not sent yet, or just the notes IDS (create_review)."""
-    data: dict[str, Any] = {"mode": mode, "message": message}
+    data: dict[str, Any] = {"mode": mode, "message": message, "decision": decision}
     if ids:
         data["ids"] = list(ids)
     found = ctx.store().create_review(data)
@@ -878,6 +903,12 @@ def chat(
     "--uninstall, remove only it.",
 )
 @click.option(
+    "--plan-gate",
+    is_flag=True,
+    help="Also install the plan gate `annotate hook plan` (Claude Code's PermissionRequest hook "
+    "on ExitPlanMode, docs/plans.md); with --uninstall, remove only it.",
+)
+@click.option(
     "--command",
     "server_command",
     help="The command agents run (default: the absolute path of this annotate).",
@@ -889,6 +920,7 @@ def setup(
     scope: str | None,
     uninstall: bool,
     gate: bool,
+    plan_gate: bool,
     server_command: str | None,
     project: str | None,
     as_json: bool,
@@ -901,10 +933,15 @@ def setup(
     try:
         project = str(find_project(project))
         if uninstall:
-            actions = agent_setup.uninstall(project, chosen, scope, gate=gate)
+            actions = agent_setup.uninstall(project, chosen, scope, gate=gate, plan_gate=plan_gate)
         else:
             actions = agent_setup.install(
-                project, chosen, scope or "project", command=server_command, gate=gate
+                project,
+                chosen,
+                scope or "project",
+                command=server_command,
+                gate=gate,
+                plan_gate=plan_gate,
             )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None
@@ -1288,6 +1325,171 @@ def pr_pull(
         return "\n".join([f"From {done.target}:", *lines])
 
     ctx.emit(done.to_dict(), human)
+
+
+# -- plans and any Markdown file (issue #29, docs/plans.md) -------------------------------------
+
+
+def _timeout_option(f: Any) -> Any:
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(0, 86_400),
+        default=3000.0,  # plangate.DEFAULT_TIMEOUT_S, not imported by every command
+        show_default=True,
+        help="Seconds to wait for the decision; then the command ends, saying so.",
+    )(f)
+
+
+def _browser_option(f: Any) -> Any:
+    return click.option(
+        "--no-browser",
+        is_flag=True,
+        help="Print the page's address only (also when $ANNOTATE_NO_BROWSER is set).",
+    )(f)
+
+
+def _plan_err(line: str) -> None:
+    click.echo(visible(line), err=True)
+
+
+@hook.command("plan")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Project folder (default: found from the agent's working folder upwards).",
+)
+@_timeout_option
+@_browser_option
+def hook_plan(project: str | None, timeout: float, no_browser: bool) -> None:
+    """PermissionRequest hook for ExitPlanMode (Claude Code): show the plan for review, wait for
+    Approve / Approve with notes / Request changes, answer allow or deny. Reads the hook's JSON
+    on standard input; the page's address goes to standard error."""
+    from . import plangate
+
+    if sys.stdin.isatty():
+        raise SystemExit(_fail("annotate hook plan reads Claude Code's hook input (JSON) on stdin"))
+    text = sys.stdin.read(MAX_HOOK_INPUT + 1)
+    try:
+        if len(text) > MAX_HOOK_INPUT:
+            raise ValueError(f"over {MAX_HOOK_INPUT} characters")
+        payload = json.loads(text)
+    except ValueError as e:
+        raise SystemExit(_fail(f"The hook's input is not JSON: {e}")) from None
+    try:
+        key, markdown = plangate.plan_input(payload)
+        # The store `annotate` uses there: $ANNOTATE_DB (a team's PostgreSQL), else the file.
+        db = os.environ.get("ANNOTATE_DB") or None
+        with store_module.open(plangate.project_of(payload, project), db=db) as store:
+            revision, page_url, source = plangate.submit_text(store, key, markdown)
+            outcome = plangate.review_document(
+                store,
+                revision,
+                page_url,
+                source,
+                timeout_s=timeout,
+                open_browser=not no_browser,
+                say=_plan_err,
+            )
+    except AnnotateError as e:
+        raise SystemExit(_fail(str(e))) from None
+    if not outcome.decided:
+        _plan_err(f"No decision within {timeout:g} s: Claude Code asks as usual.")
+    click.echo(json.dumps(plangate.hook_answer(outcome, timeout), ensure_ascii=False))
+
+
+@command(cli, "open", creates=True)
+@click.argument("file")
+@click.option("--wait", is_flag=True, help="Wait for the verdict, print it and the notes, exit.")
+@_timeout_option
+@_browser_option
+def open_file(ctx: Ctx, file: str, wait: bool, timeout: float, no_browser: bool) -> None:
+    """Review any Markdown file of the project: serve it rendered with the overlay on loopback.
+    Without --wait it serves until the first verdict or the timeout."""
+    from . import plangate
+
+    store = ctx.store()
+    revision, page_url, source = plangate.submit_file(store, file)
+    outcome = plangate.review_document(
+        store,
+        revision,
+        page_url,
+        source,
+        timeout_s=timeout,
+        open_browser=not no_browser,
+        say=_plan_err,
+    )
+    if not outcome.decided:
+        raise SystemExit(_fail(f"No decision within {timeout:g} s ({outcome.url})"))
+    if wait or ctx.as_json:
+        ctx.emit(outcome.to_dict(), lambda: plangate.changes_message(outcome))
+    else:
+        click.echo(f"{outcome.revision.decision}: {file} (revision {outcome.revision.number})")
+
+
+def _plan_line(plan: plans_module.Plan) -> str:
+    last = plan.latest
+    verdict = last.decision or "waiting"
+    return (
+        f"{plan.id}  {plan.key}  {len(plan.revisions)} revision"
+        f"{'' if len(plan.revisions) == 1 else 's'}, last {last.number}: {verdict}"
+        + (f"  ({plan.title})" if plan.title else "")
+    )
+
+
+@cli.group("plans", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@db_option
+@project_option
+@click.pass_context
+def plans(click_ctx: click.Context, project: str | None, db: str | None, as_json: bool) -> None:
+    """Plans and reviewed files with their revisions: `annotate plans` lists them, `annotate
+    plans show ID [--revision N]` shows one."""
+    if click_ctx.invoked_subcommand is None:
+        click_ctx.invoke(plans_list, project=project, db=db, as_json=as_json)
+
+
+@command(plans, "list")
+def plans_list(ctx: Ctx) -> None:
+    """Every plan, the most recently revised first."""
+    found = ctx.store().plans.list()
+    ctx.emit(
+        [p.to_dict() for p in found],
+        lambda: "\n".join(_plan_line(p) for p in found) or "No plans yet.",
+    )
+
+
+@command(plans, "show")
+@click.argument("id")
+@click.option("--revision", type=click.IntRange(1), help="This revision (default: the latest).")
+def plans_show(ctx: Ctx, id: str, revision: int | None) -> None:
+    """One plan's revision: its decision and Markdown, and what changed since the last reviewed
+    one."""
+    from .documents import word_diff_text as word_diff
+
+    plan = ctx.store().plans.get(id)
+    shown = plan.revision(revision)
+    before = plan.last_reviewed(shown.number)
+
+    def human() -> str:
+        lines = [_plan_line(plan), ""]
+        for r in plan.revisions:
+            mark = "*" if r.number == shown.number else " "
+            verdict = r.decision or "waiting"
+            message = f' "{r.message}"' if r.message else ""
+            lines.append(f"{mark} revision {r.number}  {r.created_at}  {verdict}{message}")
+        if before is not None:
+            lines += ["", f"Changes since revision {before.number}:"]
+            lines.append(word_diff(before.markdown, shown.markdown) or "(none)")
+        lines += ["", f"Revision {shown.number}:", shown.markdown]
+        return "\n".join(lines)
+
+    data = plan.to_dict()
+    data["shown"] = shown.to_dict()
+    if before is not None:
+        data["changesSince"] = before.number
+        data["changes"] = word_diff(before.markdown, shown.markdown)
+    ctx.emit(data, human)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

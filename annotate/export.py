@@ -323,6 +323,7 @@ def to_json(
                 "createdAt": r.created_at,
                 "pickedUpAt": r.picked_up_at,
                 "doneAt": r.done_at,
+                "decision": r.decision,
                 "annotationIds": [a.id for a in r.annotations],
                 "pageNoteIds": [n.id for n in r.page_notes],
             }

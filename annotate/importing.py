@@ -18,7 +18,7 @@ from . import validation as validate
 from .errors import ImportFormatError, ValidationError
 from .export import JSON_FORMAT
 from .fields import ANNOTATION
-from .models import ANCHOR_STATES, REVIEW_MODES, STATUSES
+from .models import ANCHOR_STATES, DECISIONS, REVIEW_MODES, STATUSES
 from .store import new_id, now
 
 if TYPE_CHECKING:
@@ -194,6 +194,8 @@ def _ours(data: Mapping[str, Any]) -> Rows:
                     "created_at": _stamp(r.get("createdAt"), "createdAt", now()),
                     "picked_up_at": _stamp(r.get("pickedUpAt"), "pickedUpAt", None),
                     "done_at": _stamp(r.get("doneAt"), "doneAt", None),
+                    # A verdict it carried (issue #30 item 5); an unknown one is not kept.
+                    "decision": r.get("decision") if r.get("decision") in DECISIONS else None,
                 }
             )
             for key in ("annotationIds", "pageNoteIds"):

@@ -288,6 +288,75 @@ async def wait_for_review(
     return result[0]
 
 
+def _put_up(
+    s: store_module.Store,
+    path: str | None,
+    markdown: str | None,
+    timeout_s: float,
+    stop: threading.Event,
+) -> dict[str, Any]:
+    """request_review's library calls: the document as the next revision of its plan, served,
+    and the wait for the verdict."""
+    import sys
+
+    from . import plangate
+    from .errors import ValidationError
+
+    if (path is None) == (markdown is None):
+        raise ValidationError("Give either path (a Markdown file) or markdown (the text)", "path")
+    if path is not None:
+        # An agent names files from the project's folder, wherever the server was started.
+        revision, page_url, source = plangate.submit_file(s, path, base=s.project_dir)
+    else:
+        # Revisions of one plan share its title (its first `# ` heading): each is diffed
+        # against the last one reviewed.
+        title = plangate.first_heading(str(markdown)) or "plan"
+        revision, page_url, source = plangate.submit_text(s, f"agent:{title[:200]}", str(markdown))
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)  # stdout is the MCP transport
+
+    outcome = plangate.review_document(
+        s, revision, page_url, source, timeout_s=timeout_s, say=say, stop=stop
+    )
+    answer = outcome.to_dict()
+    if outcome.decided:
+        answer["instructions"] = plangate.changes_message(outcome)
+    else:
+        answer["instructions"] = (
+            f"No decision within {timeout_s:g} s. The reviewer was shown {outcome.url}; call "
+            "request_review again with the same document to keep waiting."
+        )
+    return answer
+
+
+async def request_review(
+    ctx: Context,
+    path: str | None = None,
+    markdown: str | None = None,
+    timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = DEFAULT_WAIT_S,
+) -> CallToolResult:
+    stop = threading.Event()
+    ask = functools.partial(_call, ctx, lambda s: _put_up(s, path, markdown, timeout_s, stop))
+    result: list[CallToolResult] = []
+
+    async def progress() -> None:
+        waited = 0.0
+        while True:
+            await anyio.sleep(PROGRESS_EVERY_S)
+            waited += PROGRESS_EVERY_S
+            await ctx.report_progress(waited, timeout_s, "Waiting for the reviewer's verdict")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(progress)
+            result.append(await anyio.to_thread.run_sync(ask, abandon_on_cancel=True))
+            tg.cancel_scope.cancel()
+    finally:
+        stop.set()  # a cancelled call stops serving the page
+    return result[0]
+
+
 def summary(ctx: Context, branch: Branch = None) -> CallToolResult:
     def counts(s: store_module.Store) -> dict[str, Any]:
         found = s.summary(branch=branch)
@@ -429,11 +498,19 @@ TABLE: tuple[Tool, ...] = (
         "review",
         'Wait for the reviewer to press "Send to agent" and take that review: at once if one is '
         "waiting, else when one is sent or `timeout_s` passes. Returns {review: {id, mode, "
-        "message, notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
+        "message, decision?, notes: [{id, kind, intent, note, suggestion, at (path:lines), quote, …}], "
         "total, next?}, instructions}. Mode `edit`: apply the changes. Mode `review`: answer "
         "each note (address_annotation with `message`), edit no file. A long review continues "
         "with get_review(id, offset=next). After the timeout: {review: null}; call again to "
         "keep waiting.",
+        WRITE,
+    ),
+    Tool(
+        "request_review",
+        request_review,
+        None,
+        "Have a Markdown plan or file (`path` or `markdown`) reviewed first; waits like "
+        "wait_for_review. Returns {decision (null: call again), message, notes, url}.",
         WRITE,
     ),
     Tool(

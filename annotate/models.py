@@ -55,6 +55,8 @@ AnchorState = Literal["anchored", "stale", "orphaned", "removed"]
 Role = Literal["reviewer", "agent"]
 
 REVIEW_MODES: tuple[str, ...] = ("edit", "review")
+# A reviewer's verdict on a review or a plan revision (issue #30 item 5, issue #29).
+DECISIONS: tuple[str, ...] = ("approve", "approve_with_notes", "request_changes")
 REVIEW_STATUSES: tuple[str, ...] = ("pending", "picked_up", "done")
 # A note in a review's compact answer: the note and suggestion are cut here (the rest through
 # get_context), which keeps a note under about 150 tokens.
@@ -326,6 +328,8 @@ class Review:
     page_notes: tuple[PageNote, ...] = ()
     # When the last of its notes was addressed or resolved.
     done_at: str | None = None
+    # The reviewer's verdict (`DECISIONS`), or None when they sent notes without one.
+    decision: str | None = None
 
     @property
     def status(self) -> str:
@@ -340,6 +344,7 @@ class Review:
             "id": self.id,
             "mode": self.mode,
             "message": self.message,
+            "decision": self.decision,
             "status": self.status,
             "author": self.author,
             "createdAt": self.created_at,
@@ -358,6 +363,7 @@ class Review:
                 "id": self.id,
                 "mode": self.mode,
                 "message": self.message or None,
+                "decision": self.decision,
                 "status": self.status,
                 "createdAt": self.created_at,
                 "pickedUpAt": self.picked_up_at,

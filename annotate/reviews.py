@@ -66,6 +66,7 @@ class Reviews:
         """
         fields = validate.review_input(data)
         ids = fields.pop("ids")
+        page = fields.pop("page_url")  # the batch of one page only (a plan's page, issue #29)
         if by is not None:
             fields["author"] = by.name
         stamp = now()
@@ -76,10 +77,10 @@ class Reviews:
                 for table in ("annotations", "page_notes"):
                     taken += conn.execute(
                         f"UPDATE {table} SET review_id = ? WHERE review_id IS NULL "
-                        "AND status = 'open'",
-                        (id,),
+                        "AND status = 'open'" + (" AND page_url = ?" if page else ""),
+                        (id, page) if page else (id,),
                     ).rowcount
-                if not taken and not fields["message"].strip():
+                if not taken and not fields["message"].strip() and not fields["decision"]:
                     raise ValidationError(
                         "Nothing to send: no open notes since the last review and no message",
                         "message",
@@ -155,6 +156,7 @@ class Reviews:
             created_at=row["created_at"],
             picked_up_at=row["picked_up_at"],
             done_at=row["done_at"],
+            decision=row["decision"],
             annotations=tuple(self._items.objects(conn, "annotations", annotations)),
             page_notes=tuple(self._items.objects(conn, "page_notes", notes)),
         )

@@ -241,8 +241,7 @@ if _late:
 def _pull_requests(db: Any) -> None:
     # issue #30 (docs/pull-requests.md): which review comment each note became on which pull or
     # merge request, so pushing again never posts it twice, and which replies (the host's id, the
-    # store's reply) are on both sides already, brought back or posted there. NOUNS.md numbers it schema 11 (after plans,
-    # 9, and screenshots, 10); on a branch without them it is the next version.
+    # store's reply) are on both sides already, brought back or posted there.
     db.execute(
         "CREATE TABLE pr_links (note_id TEXT NOT NULL, host TEXT NOT NULL, repo TEXT NOT NULL, "
         "number BIGINT NOT NULL, placement TEXT NOT NULL, comment_id TEXT, path TEXT, "
@@ -256,9 +255,25 @@ def _pull_requests(db: Any) -> None:
     )
 
 
+def _plans(db: Any) -> None:
+    # Issue #29 (docs/plans.md): a plan is the document an agent (or a file) puts up for review,
+    # kept as numbered revisions, each with the person's decision. Issue #30 item 5: a review
+    # carries a decision too.
+    db.execute("ALTER TABLE reviews ADD COLUMN decision TEXT")
+    db.execute(
+        "CREATE TABLE plans (id TEXT PRIMARY KEY, key TEXT NOT NULL UNIQUE, title TEXT, "
+        "source_path TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE plan_revisions (plan_id TEXT NOT NULL, number BIGINT NOT NULL, "
+        "markdown TEXT NOT NULL, created_at TEXT NOT NULL, decision TEXT, message TEXT, "
+        "review_id TEXT, decided_at TEXT, PRIMARY KEY (plan_id, number))"
+    )
+
+
 # Hand-written migrations after the first six, by the version they bring a store to; a version
 # may also add fields' columns (`since`), which run after its own step.
-LATER: dict[int, Callable[[Any], None]] = {9: _pull_requests}
+LATER: dict[int, Callable[[Any], None]] = {9: _plans, 10: _pull_requests}
 
 
 def _step(version: int) -> Callable[[Any], None]:
@@ -283,6 +298,8 @@ MIGRATIONS += [
         + 1,
     )
 ]
+
+
 LATEST = len(MIGRATIONS)
 
 OWN_TABLES = frozenset(
@@ -297,6 +314,8 @@ OWN_TABLES = frozenset(
         "tokens",
         "pr_links",
         "pr_replies",
+        "plans",
+        "plan_revisions",
         "schema_version",
     }
 )

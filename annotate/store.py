@@ -49,6 +49,7 @@ from .identity import Person, check
 from .items import Items
 from .models import Annotation, Build, HistoryEntry, PageNote, Review, Shown, Summary
 from .people import People
+from .plans import Plans
 from .project import find_project
 from .pullrequests.links import PullRequestLinks
 from .reviews import Reviews
@@ -162,6 +163,7 @@ class Store:
         self.shows = Shows(self._file, self.sources)
         self.reviews = Reviews(self._file, self.sources, self._items, self.people)
         self.bulk = Bulk(self._file, self.sources, self._items)
+        self.plans = Plans(self._file)  # issue #29: reviewed documents and their revisions
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).

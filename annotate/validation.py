@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 from .errors import EmptyReplacedText, EmptyReply, ValidationError
 from .fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
-from .models import INTENTS, REVIEW_MODES
+from .models import DECISIONS, INTENTS, REVIEW_MODES
 
 
 def _limit(table: Table, key: str) -> int:
@@ -396,10 +396,17 @@ def page_note_changes(data: Any) -> dict[str, Any]:
 
 
 def review_input(data: Any) -> dict[str, Any]:
-    """`{mode, message, author, ids}`; `ids` (the notes to send, in order, once each) is None
-    when absent: the batch."""
+    """`{mode, message, author, ids, decision}`; `ids` (the notes to send, in order, once each) is
+    None when absent: the batch. `decision`: the verdict (`DECISIONS`), optional."""
     data = _mapping(data or {}, "review")
-    refuse_unknown(data, frozenset({"mode", "message", "author", "ids"}), "review")
+    refuse_unknown(
+        data, frozenset({"mode", "message", "author", "ids", "decision", "pageUrl"}), "review"
+    )
+    decision = data.get("decision")
+    if decision is not None and decision not in DECISIONS:
+        raise ValidationError(
+            f"decision must be one of {', '.join(DECISIONS)}; got {decision!r}", "decision"
+        )
     mode = data.get("mode") or "edit"
     if mode not in REVIEW_MODES:
         raise ValidationError(f"mode must be 'edit' or 'review', got {mode!r}", "mode")
@@ -419,7 +426,10 @@ def review_input(data: Any) -> dict[str, Any]:
         "mode": mode,
         "message": text(data.get("message"), "message", MAX_MESSAGE) or "",
         "author": text(data.get("author"), "author", MAX_AUTHOR) or None,
+        "decision": decision,
         "ids": ids,
+        # The batch of this page only (a document's page, issue #29); ignored with `ids`.
+        "page_url": text(data.get("pageUrl"), "pageUrl", MAX_PAGE_URL) or None,
     }
 
 

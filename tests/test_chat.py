@@ -163,10 +163,35 @@ async def test_without_apps_the_text_gives_the_page_on_the_running_server(
 
 
 @pytest.mark.anyio
-async def test_open_review_refuses_a_path_outside_the_docs(project: Path) -> None:
+async def test_open_review_refuses_a_path_outside_the_project(project: Path) -> None:
     result = await call(project, "open_review", {"path": "../secret.md"})
     assert result["isError"] is True
+    assert "is outside the project" in text_of(result)
+    result = await call(project, "open_review", {"path": "docs/picture.png"})
+    assert result["isError"] is True
     assert "path must be a Markdown file in the docs folder" in text_of(result)
+
+
+@pytest.mark.anyio
+async def test_open_review_opens_any_markdown_file_of_the_project(project: Path) -> None:
+    """Issue #29: a Markdown file outside the docs gets a page of its own in the view, rendered
+    with raw HTML off, and notes on it carry its file and lines."""
+    (project / "PLAN.md").write_text("# Plan\n\nShip it <b>now</b>.\n")
+    opened = await call(project, "open_review", {"path": "PLAN.md"})
+    assert opened["isError"] is False, text_of(opened)
+    assert opened["structuredContent"]["path"] == "PLAN.md"
+    assert opened["structuredContent"]["pageUrl"] == "/_annotate_files/PLAN.md/"
+    with annotate.open(project) as store:
+        shown = chat.page_view(store, "/_annotate_files/PLAN.md/")
+        assert "<h1>Plan</h1>" in shown.html and "&lt;b&gt;now&lt;/b&gt;" in shown.html
+        made = store.add_annotation(
+            text_note(
+                pageUrl="/_annotate_files/PLAN.md/",
+                selectedText="Ship it",
+                quote={"exact": "Ship it", "suffix": " <b>now"},
+            )
+        )
+        assert made.source is not None and made.source.lines == "PLAN.md:3"
 
 
 # -- the page the view shows ---------------------------------------------------------------------

@@ -568,18 +568,21 @@ def test_pushing_again_with_an_event_posts_no_empty_review(store: Any, github: A
 
 @pytest.mark.sqlite_only
 def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
-    # A store written before pull requests (schema 8): opening it adds the two tables.
+    # A store written before pull requests (the version before the last): opening it adds the
+    # two tables.
     import sqlite3
+
+    from annotate import schema
 
     annotate.open(repo).close()
     path = repo / ".annotate" / "annotations.db"
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE pr_links")
         conn.execute("DROP TABLE pr_replies")
-        conn.execute("DELETE FROM schema_version WHERE version = 9")
+        conn.execute("DELETE FROM schema_version WHERE version = ?", (schema.LATEST,))
     conn.close()
     with annotate.open(repo) as store:
-        assert store.schema_version == 9
+        assert store.schema_version == schema.LATEST
         target = pullrequests.Target("https://api.github.com", "acme/docs", 7)
         store.pull_requests.add(target, [pullrequests.Link("a_1", "line", "11")])
         assert store.pull_requests.links(target)["a_1"].comment_id == "11"

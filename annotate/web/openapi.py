@@ -15,7 +15,7 @@ from typing import Any
 from .. import validation as v
 from ..build import MAX_NAME as MAX_BUILD_NAME
 from ..fields import ANNOTATION, COMPOSITES, PAGE_NOTE, REPLY, Composite, Field, Part, Table
-from ..models import ANCHOR_STATES, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STATUSES
+from ..models import ANCHOR_STATES, DECISIONS, INTENTS, REVIEW_MODES, REVIEW_STATUSES, STATUSES
 
 __all__ = ["openapi"]
 
@@ -488,6 +488,7 @@ def _schemas() -> dict[str, Any]:
                 "id": string,
                 "mode": {"type": "string", "enum": list(REVIEW_MODES)},
                 "message": string,
+                "decision": _nullable({"type": "string", "enum": list(DECISIONS)}),
                 "status": {"type": "string", "enum": list(REVIEW_STATUSES)},
                 "author": nullable_string,
                 "createdAt": timestamp,
@@ -500,6 +501,7 @@ def _schemas() -> dict[str, Any]:
                 "id",
                 "mode",
                 "message",
+                "decision",
                 "status",
                 "author",
                 "createdAt",
@@ -514,6 +516,8 @@ def _schemas() -> dict[str, Any]:
                 "mode": _nullable({"type": "string", "enum": list(REVIEW_MODES)}),
                 "message": _text(v.MAX_MESSAGE, nullable=True),
                 "author": _text(v.MAX_AUTHOR, nullable=True),
+                "decision": _nullable({"type": "string", "enum": list(DECISIONS)}),
+                "pageUrl": _text(v.MAX_PAGE_URL, nullable=True),
                 "ids": _nullable(
                     {
                         "type": "array",
@@ -526,7 +530,10 @@ def _schemas() -> dict[str, Any]:
         )
         | {
             "description": "Send to agent. Without `ids`: every open note not sent yet. With "
-            "`ids`: just those notes (Ask agent now), the batch left as it is."
+            "`ids`: just those notes (Ask agent now), the batch left as it is. `decision`: the "
+            "reviewer's verdict (approve, approve_with_notes, request_changes); with one, a review "
+            "without notes or message is allowed (an approval). `pageUrl`: without `ids`, only the open "
+            "notes of that page join (a reviewed document's page sends its own notes)."
         },
         "AnchorInput": _object(
             {

@@ -207,6 +207,17 @@ const mode = h(
   h("option", { value: "edit", text: "Edit: apply the changes" }),
   h("option", { value: "review", text: "Review: answer, change nothing yet" })
 );
+// The verdict sent with the review (issue #30 item 5); none by default.
+const decision = h(
+  "select",
+  { id: "annotate-decision" },
+  ...[
+    ["", "None"],
+    ["approve", "Approve"],
+    ["approve_with_notes", "Approve with notes"],
+    ["request_changes", "Request changes"]
+  ].map(([value, text]) => h("option", { value, text }))
+);
 const message = h("input", { id: "annotate-message", type: "text", placeholder: "Optional" });
 const reviewStatus = h("p", { class: "review-status" });
 
@@ -246,11 +257,13 @@ panel.append(
         "section",
         { class: "send", "aria-label": "Send to agent" },
         field("annotate-mode", "Mode", mode),
+        field("annotate-decision", "Verdict", decision),
         field("annotate-message", "Message", message),
         button(
           "Send to agent",
           () => {
             const body = { mode: mode.value };
+            if (decision.value) body.decision = decision.value;
             if (message.value.trim()) body.message = message.value;
             sendReview(body, () => {
               message.value = "";
