@@ -1381,12 +1381,10 @@ def hook_plan(project: str | None, timeout: float, no_browser: bool) -> None:
         # The store `annotate` uses there: $ANNOTATE_DB (a team's PostgreSQL), else the file.
         db = os.environ.get("ANNOTATE_DB") or None
         with store_module.open(plangate.project_of(payload, project), db=db) as store:
-            revision, page_url, source = plangate.submit_text(store, key, markdown)
-            outcome = plangate.review_document(
+            outcome = plangate.review_text(
                 store,
-                revision,
-                page_url,
-                source,
+                key,
+                markdown,
                 timeout_s=timeout,
                 open_browser=not no_browser,
                 say=_plan_err,
@@ -1408,13 +1406,9 @@ def open_file(ctx: Ctx, file: str, wait: bool, timeout: float, no_browser: bool)
     Without --wait it serves until the first verdict or the timeout."""
     from . import plangate
 
-    store = ctx.store()
-    revision, page_url, source = plangate.submit_file(store, file)
-    outcome = plangate.review_document(
-        store,
-        revision,
-        page_url,
-        source,
+    outcome = plangate.review_file(
+        ctx.store(),
+        file,
         timeout_s=timeout,
         open_browser=not no_browser,
         say=_plan_err,

@@ -295,7 +295,7 @@ def _put_up(
     timeout_s: float,
     stop: threading.Event,
 ) -> dict[str, Any]:
-    """request_review's library calls: the document as the next revision of its plan, served,
+    """request_review's one library call: the document put up as the next revision of its plan,
     and the wait for the verdict."""
     import sys
 
@@ -304,21 +304,22 @@ def _put_up(
 
     if (path is None) == (markdown is None):
         raise ValidationError("Give either path (a Markdown file) or markdown (the text)", "path")
-    if path is not None:
-        # An agent names files from the project's folder, wherever the server was started.
-        revision, page_url, source = plangate.submit_file(s, path, base=s.project_dir)
-    else:
-        # Revisions of one plan share its title (its first `# ` heading): each is diffed
-        # against the last one reviewed.
-        title = plangate.first_heading(str(markdown)) or "plan"
-        revision, page_url, source = plangate.submit_text(s, f"agent:{title[:200]}", str(markdown))
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)  # stdout is the MCP transport
 
-    outcome = plangate.review_document(
-        s, revision, page_url, source, timeout_s=timeout_s, say=say, stop=stop
-    )
+    if path is not None:
+        # An agent names files from the project's folder, wherever the server was started.
+        outcome = plangate.review_file(
+            s, path, base=s.project_dir, timeout_s=timeout_s, say=say, stop=stop
+        )
+    else:
+        # Revisions of one plan share its title (its first `# ` heading): each is diffed
+        # against the last one reviewed.
+        title = plangate.first_heading(str(markdown)) or "plan"
+        outcome = plangate.review_text(
+            s, f"agent:{title[:200]}", str(markdown), timeout_s=timeout_s, say=say, stop=stop
+        )
     answer = outcome.to_dict()
     if outcome.decided:
         answer["instructions"] = plangate.changes_message(outcome)

@@ -169,6 +169,20 @@ def review_document(
     return Outcome(decided, served.url, True, review, tuple(notes))
 
 
+def review_text(store: Store, key: str, markdown: str, **wait: Any) -> Outcome:
+    """Put `markdown` up as the next revision of plan `key` and wait for the verdict (the plan
+    gate's and `request_review`'s one call; `wait`: `review_document`'s options)."""
+    return review_document(store, *submit_text(store, key, markdown), **wait)
+
+
+def review_file(
+    store: Store, path: str | os.PathLike[str], *, base: Path | None = None, **wait: Any
+) -> Outcome:
+    """Put a Markdown file of the project up for review and wait for the verdict (`annotate
+    open`'s and `request_review`'s one call; `wait`: `review_document`'s options)."""
+    return review_document(store, *submit_file(store, path, base=base), **wait)
+
+
 def _note_lines(i: int, note: Annotation | PageNote) -> list[str]:
     if isinstance(note, PageNote):
         return [f"{i}. [page note] {note.note}"]

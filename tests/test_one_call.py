@@ -27,11 +27,23 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 import annotate
-from annotate import agent_setup, chat, compose, context, export, hook, importing, inline, tokens
+from annotate import (
+    agent_setup,
+    chat,
+    compose,
+    context,
+    export,
+    hook,
+    importing,
+    inline,
+    plangate,
+    tokens,
+)
 from annotate.cli import cli
 from annotate.compose import build_server
 from annotate.export import render
 from annotate.mcp_server import TOOLS
+from annotate.plans import Plans
 from annotate.store import Store
 from annotate.web import create_app
 
@@ -57,6 +69,10 @@ FUNCTIONS: dict[str, tuple[Any, str]] = {
     "inline.import_inline": (inline, "import_inline"),
     "chat.open_review": (chat, "open_review"),
     "chat.page_view": (chat, "page_view"),
+    "plangate.review_text": (plangate, "review_text"),
+    "plangate.review_file": (plangate, "review_file"),
+    "Plans.list": (Plans, "list"),
+    "Plans.get": (Plans, "get"),
 }
 
 # MCP tool -> (arguments, the one library function it calls). `{a}` is an open annotation,
@@ -83,12 +99,19 @@ MCP: dict[str, tuple[dict[str, Any], str]] = {
     "open_review": ({"pageUrl": "/guide/install/"}, "chat.open_review"),
     "chat_page": ({"pageUrl": "/guide/install/"}, "chat.page_view"),
     "chat_api": ({"method": "GET", "path": "summary"}, "Store.summary"),
+    # Puts the plan up and waits: no verdict within 0 s is an answer, not an error (issue #29).
+    "request_review": ({"markdown": "Do it.\n", "timeout_s": 0}, "plangate.review_text"),
 }
 
 # CLI command -> (arguments, standard input, the library functions it calls, in order). `{b}` is
 # an addressed annotation, `{file}` a JSON export of the store. `annotate list` shows both kinds
 # of note, so it lists annotations and page notes, through the same filter.
 HOOK_INPUT = json.dumps({"session_id": "s1", "stop_hook_active": False})
+PLAN_INPUT = json.dumps(
+    {"session_id": "s1", "tool_name": "ExitPlanMode", "tool_input": {"plan": "# Plan\n\nDo it.\n"}}
+)
+# Commands that end with exit 1 when no verdict came in time: `annotate open` (issue #29).
+NO_VERDICT = {"open"}
 CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
     "list": ([], None, ("Store.list_annotations", "Store.list_page_notes")),
     "get": (["{a}"], None, ("Store.get_annotation",)),
@@ -117,6 +140,19 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
     "token list": ([], None, ("Store.list_tokens",)),
     "token revoke": (["bob"], None, ("Store.revoke_token",)),
     "hook stop": ([], HOOK_INPUT, ("hook.stop",)),
+    "hook plan": (
+        ["--timeout", "0", "--no-browser"],
+        PLAN_INPUT,
+        ("plangate.review_text",),
+    ),
+    "open": (
+        ["docs/guide/install.md", "--timeout", "0", "--no-browser"],
+        None,
+        ("plangate.review_file",),
+    ),
+    "plans": ([], None, ("Plans.list",)),
+    "plans list": ([], None, ("Plans.list",)),
+    "plans show": (["{pl}"], None, ("Plans.get",)),
 }
 # Flags that make a command another verb: (command and flags) -> its library calls.
 CLI_FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
@@ -218,6 +254,7 @@ def made(tmp_path: Path) -> Iterator[dict[str, str]]:
         file.write_text(render(store, "json"))
         store.show_annotation(a, wait=0)
         sh = str(store.changes(0)[1])
+        pl = store.plans.submit("agent:Plan", "# Plan\n\nDo it.\n").plan_id
     yield {
         "a": a,
         "b": b,
@@ -225,6 +262,7 @@ def made(tmp_path: Path) -> Iterator[dict[str, str]]:
         "m": m,
         "rv": rv,
         "sh": sh,
+        "pl": pl,
         "file": str(file),
         "project": str(tmp_path),
     }
@@ -308,7 +346,7 @@ def test_cli_command_makes_one_call(
     if command != "hook stop":
         argv += ["--project", made["project"]]
     result = CliRunner().invoke(cli, argv, input=stdin)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == (1 if command in NO_VERDICT else 0), result.output
     assert tuple(recorder.calls) == expected
 
 
