@@ -34,6 +34,21 @@ from rapidfuzz.distance import Indel
 
 from .anchoring import context_elsewhere, framed, locate
 from .anchoring.text import find_all
+from .anchoring.tuning import (
+    CASE_DIFFERS,
+    FUZZY_CONTEXT_REQUIRED_BELOW,
+    GOOD_CONTEXT_SIMILARITY,
+    MIN_CONTEXT_SIMILARITY,
+    MIN_ONE_WORD_QUOTE,
+    MIN_SHORT_QUOTE_SCORE,
+    ONE_WORD_NEAR,
+    ONE_WORD_REACH,
+    PREFIX_WEIGHT,
+    QUOTE_WEIGHT,
+    SUFFIX_WEIGHT,
+    TIE_MARGIN,
+    TOTAL_WEIGHT,
+)
 from .pages import safe_path
 
 __all__ = [
@@ -48,31 +63,7 @@ __all__ = [
     "project_markdown",
 ]
 
-# Unlike a quote re-anchored in the page it was taken from, a quote looked up in Markdown may not
-# be there at all (theme text, macros). A short one resembles unrelated text too easily ("Made with
-# Material for MkDocs" vs "MkDocs, Material for MkDocs" scores 76), so approximate matches of
-# quotes shorter than SHORT_QUOTE characters need MIN_SHORT_QUOTE_SCORE.
-SHORT_QUOTE = 40
-MIN_SHORT_QUOTE_SCORE = 85
 MAX_EXCERPT_CHARS = 500
-# Ranking exact occurrences of a quote, as `anchoring.locate` ranks candidates (hypothesis/client
-# match-quote.ts weights): context decides between copies, then the old place, then the page's
-# count of occurrences.
-QUOTE_WEIGHT, PREFIX_WEIGHT, SUFFIX_WEIGHT = 50.0, 20.0, 20.0
-TIE_MARGIN = 0.05
-GOOD_CONTEXT = 0.75  # mean similarity of the context sides for a full score
-SOME_CONTEXT = 0.65  # one side at least this similar speaks for a copy
-# A quote of this many characters or more, found again with one word changed near where it was
-# last seen (within ONE_WORD_NEAR characters), stays anchored whatever its similarity. Near is
-# kept small: documentation repeats passages one word apart ("code copy buttons" / "code
-# selection buttons"), and a deleted passage must not become its neighbour edited. An exact copy
-# farther than ONE_WORD_REACH is a copy elsewhere, not the note's own passage.
-MIN_ONE_WORD_QUOTE = 30
-ONE_WORD_NEAR = 300
-ONE_WORD_REACH = 2000
-# An approximate match of a short quote showing this many of its words in other letter case is
-# other text (a heading in title case), not the quote edited.
-CASE_DIFFERS = 2
 # Source files larger than this are not read (a Markdown page is kilobytes).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # How far ahead character-wise alignment looks for the next character of a text token.
@@ -889,11 +880,11 @@ def _exact(
             QUOTE_WEIGHT
             + PREFIX_WEIGHT * (1.0 if p is None else p)
             + SUFFIX_WEIGHT * (1.0 if s is None else s)
-        ) / (QUOTE_WEIGHT + PREFIX_WEIGHT + SUFFIX_WEIGHT)
-        agrees = not sides or sum(sides) / len(sides) >= GOOD_CONTEXT
+        ) / TOTAL_WEIGHT
+        agrees = not sides or sum(sides) / len(sides) >= GOOD_CONTEXT_SIMILARITY
         # An edge is no evidence for a copy either: only context that was compared supports.
         compared = bool(sides) or not ((before and p_edge) or (after and s_edge))
-        supports = max(sides) >= SOME_CONTEXT if sides else compared
+        supports = max(sides) >= MIN_CONTEXT_SIMILARITY if sides else compared
         scored.append((hit, n, weighted, agrees, supports, compared))
     if len(scored) == 1:
         hit, _, weighted, agrees, supports, _ = scored[0]
@@ -1043,7 +1034,7 @@ def _search(
     hit = _approximate(haystack, quote, prefix, suffix, hint, kind)
     if hit is None:
         return None
-    if len(quote) < SHORT_QUOTE and _case_differs(haystack, hit, original):
+    if len(quote) < FUZZY_CONTEXT_REQUIRED_BELOW and _case_differs(haystack, hit, original):
         return None
     # A look-alike of a deleted passage (`context_elsewhere`).
     if context_elsewhere(haystack.text, len(quote), prefix, suffix, hint, hit.start, hit.end):
@@ -1124,7 +1115,11 @@ def locate_in_markdown(
     if hit is None or hit.end <= hit.start:
         return None
     near = hint is not None and abs(hit.start - hint) <= ONE_WORD_NEAR
-    if not (hit.exact or near) and len(quote) < SHORT_QUOTE and hit.score < MIN_SHORT_QUOTE_SCORE:
+    if (
+        not (hit.exact or near)
+        and len(quote) < FUZZY_CONTEXT_REQUIRED_BELOW
+        and hit.score < MIN_SHORT_QUOTE_SCORE
+    ):
         return None  # a new note's short quote resembling other text (theme text)
     span = offsets[hit.start : hit.end]
     start, end = min(span), max(span) + 1
