@@ -33,6 +33,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from rapidfuzz.distance import Indel
 
 from .anchoring import context_elsewhere, framed, locate
+from .anchoring.normalise import DROPPED, normalise
 from .anchoring.text import find_all
 from .anchoring.tuning import (
     CASE_DIFFERS,
@@ -91,16 +92,6 @@ _BACKTICKS = re.compile(r"`+")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\n]+)\]:", re.MULTILINE)
 _FENCE_TITLE = re.compile(r'\btitle="([^"]*)"')
 
-# Characters the rendered page adds or changes and the source does not have (or the reverse).
-_DROPPED = frozenset("¶↩\u200b\u200c\u200d\u2060\ufeff\xad\ufe0e\ufe0f")
-_FOLDED = {
-    **dict.fromkeys("‘’‚‛′´", "'"),
-    **dict.fromkeys("“”„‟″", '"'),
-    **dict.fromkeys("‐‑‒–—―−", "-"),
-    "…": ".",
-}
-_RUNS = frozenset("-.")  # `--`/`---`/`...` become one dash or ellipsis under smarty
-
 
 @dataclass(frozen=True)
 class ProjectedText:
@@ -136,89 +127,6 @@ class _Hit(NamedTuple):
     score: int
     exact: bool = False  # the quote itself, not an approximate match
     supported: bool = True  # its context agrees with the stored context on one side at least
-
-
-# Text is folded a stretch at a time: ASCII stretches by slicing between the runs that collapse to
-# their first character, other characters one by one. A page of Markdown is mostly ASCII.
-_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-# Runs that keep only their first character; three patterns scan faster than one alternation.
-_ASCII_RUNS = (re.compile(r"\s\s+"), re.compile(r"--+"), re.compile(r"\.\.+"))
-_LEADING_SPACE = re.compile(r"\s+")
-_ASCII_SPACES = str.maketrans(dict.fromkeys("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", " "))
-
-
-def normalise(text: str) -> tuple[str, list[int]]:
-    """Fold `text` for matching and return it with, for each character, its index in `text`.
-
-    Whitespace runs become one space, permalink/backref marks are dropped, curly quotes become
-    straight ones, dashes and ellipses collapse (smarty writes `--` as – and `...` as …), and case is folded (`!!! note`
-    renders the title "Note").
-    """
-    out: list[str] = []
-    index: list[int] = []
-    if text.isascii():  # known without reading the text
-        if text:
-            _fold_ascii(text, 0, len(text), "", out, index)
-        return "".join(out), index
-    last = ""  # the last character written, for collapsing runs across stretches
-    at = 0
-    for m in _NON_ASCII.finditer(text):
-        if m.start() > at:
-            last = _fold_ascii(text, at, m.start(), last, out, index)
-        last = _fold_other(text, m.start(), m.end(), last, out, index)
-        at = m.end()
-    if at < len(text):
-        _fold_ascii(text, at, len(text), last, out, index)
-    return "".join(out), index
-
-
-def _fold_ascii(
-    text: str, start: int, end: int, last: str, out: list[str], index: list[int]
-) -> str:
-    """Fold ASCII `text[start:end]` after `last`; return the new last character written."""
-    first = text[start]
-    if last == " " and first.isspace() and (spaces := _LEADING_SPACE.match(text, start, end)):
-        start = spaces.end()
-    elif first == last and first in _RUNS:
-        while start < end and text[start] == first:
-            start += 1
-    if start == end:
-        return last
-    at = start
-    runs = sorted(m.span() for pattern in _ASCII_RUNS for m in pattern.finditer(text, start, end))
-    for run_start, run_end in runs:
-        keep = run_start + 1  # a run keeps its first character
-        out.append(text[at:keep].lower().translate(_ASCII_SPACES))
-        index.extend(range(at, keep))
-        at = run_end
-    if at < end:
-        out.append(text[at:end].lower().translate(_ASCII_SPACES))
-        index.extend(range(at, end))
-    return out[-1][-1]
-
-
-def _fold_other(
-    text: str, start: int, end: int, last: str, out: list[str], index: list[int]
-) -> str:
-    """Fold non-ASCII `text[start:end]` one character at a time after `last`."""
-    for at in range(start, end):
-        ch = text[at]
-        if ch in _DROPPED:
-            continue
-        if ch.isspace():
-            if last != " ":
-                out.append(" ")
-                index.append(at)
-                last = " "
-            continue
-        folded = _FOLDED.get(ch, ch)
-        if folded in _RUNS and last == folded:
-            continue
-        folded = folded.casefold()
-        out.append(folded)
-        index.extend([at] * len(folded))
-        last = folded[-1]
-    return last
 
 
 class _View:
@@ -1170,7 +1078,7 @@ def _element_text(selector: Mapping[str, Any]) -> str:
     except (AssertionError, ValueError):  # HTMLParser on a cut tag
         pass
     text = " ".join(" ".join(part for part, _ in parser.parts).split())
-    text = "".join(ch for ch in text if ch not in _DROPPED).rstrip("…").strip()
+    text = "".join(ch for ch in text if ch not in DROPPED).rstrip("…").strip()
     if len(text) > MAX_ELEMENT_QUOTE or (selector.get("outerHtmlPreview") or "").endswith("…"):
         cut = text[:MAX_ELEMENT_QUOTE]
         text = cut.rsplit(" ", 1)[0] if " " in cut else cut
