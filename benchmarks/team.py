@@ -3,7 +3,7 @@ reviewers and 5 agents on loopback, against the same load on one instance on an 
 the PostgreSQL run again with one instance killed mid-run.
 
     .venv/bin/python benchmarks/team.py [--seconds 60] [--reviewers 50] [--agents 5] [--think 1.0]
-                                        [--no-fsync]
+                                        [--no-fsync] [--replaced-text]
 
 A temp project gets Markdown pages and a built site of them. Each run starts from an empty store
 (a fresh PostgreSQL schema, a fresh SQLite file) holding one personal token per simulated person
@@ -20,7 +20,9 @@ apart, as the burst:
 - a reviewer creates a text note on a page, lists a page's notes, replies to a note someone made,
   and reads the change feed (`changes?since=CURSOR&timeout=0`);
 - an agent lists a page's open notes, anchors the page (`POST /anchor` with the page's text, what
-  the overlay and `get_context` do), addresses a note with a message and replies to one.
+  the overlay and `get_context` do), addresses a note with a message and replies to one. With
+  `--replaced-text` the address also carries `replacedText` (the note's quote, still in the file),
+  so the verb locates the note in its Markdown file (issue #28, item 6).
 
 After the steady load, the **burst**: every person sends one request at the same instant (each
 reviewer creates a note, each agent lists a page's open notes), the worst case of a team's first
@@ -90,6 +92,9 @@ PAGES = 10
 SENTENCES = 30
 API = "/__annotate/api"
 REVIEWER_ACTIONS = ("create", "list", "reply", "feed")
+# `--replaced-text`: an address carries the text now standing where the quote was (issue #28, item
+# 6: the verb locates the note in its Markdown file), instead of a message only.
+REPLACED_TEXT = False
 AGENT_ACTIONS = ("agent list", "anchor", "address", "agent reply")
 WRITES = ("create", "reply", "address", "agent reply")
 TIMEOUT_S = 30.0
@@ -319,7 +324,7 @@ async def _reviewer(client: Client, team: Team, n: int, end: float, think: float
 
 async def _agent(client: Client, team: Team, n: int, end: float, think: float) -> None:
     rng = random.Random(SEED * 2000 + n)
-    open_notes: list[str] = []
+    open_notes: list[tuple[str, str]] = []  # (id, quote)
     count = 0
     while True:
         await asyncio.sleep(rng.uniform(0, 2 * think))
@@ -336,15 +341,19 @@ async def _agent(client: Client, team: Team, n: int, end: float, think: float) -
                 "agent list", "GET", f"/annotations?page={page.url}&status=open"
             )
             if got is not None:
-                open_notes = [a["id"] for a in got["annotations"]]
+                open_notes = [
+                    (a["id"], (a.get("quote") or {}).get("exact", "")) for a in got["annotations"]
+                ]
         elif action == "anchor":
             await client.call("anchor", "POST", "/anchor", {"pageUrl": page.url, "text": page.text})
         elif action == "address":
-            note = open_notes.pop(rng.randrange(len(open_notes)))
+            note, exact = open_notes.pop(rng.randrange(len(open_notes)))
             body = {"action": "address", "message": key}
+            if REPLACED_TEXT and exact:
+                body["replacedText"] = exact  # located in the Markdown by this verb
             await client.call("address", "POST", f"/annotations/{note}/status", body, key)
         else:
-            note = rng.choice(open_notes)
+            note = rng.choice(open_notes)[0]
             await client.call(
                 "agent reply", "POST", f"/annotations/{note}/replies", {"message": key}, key
             )
@@ -644,9 +653,16 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=5)
     parser.add_argument("--think", type=float, default=1.0, help="mean seconds between actions")
     parser.add_argument(
+        "--replaced-text",
+        action="store_true",
+        help="agents address with replacedText (the quote), so the verb searches the Markdown",
+    )
+    parser.add_argument(
         "--no-fsync", action="store_true", help="PostgreSQL without fsync (where the time goes)"
     )
     args = parser.parse_args()
+    global REPLACED_TEXT
+    REPLACED_TEXT = args.replaced_text
 
     from tests.pgcluster import PgCluster
 

@@ -30,6 +30,7 @@ from .tuning import (
     GOOD_CONTEXT_SIMILARITY,
     MIN_CONTEXT_SIMILARITY,
     MIN_ONE_WORD_QUOTE,
+    MIN_ONE_WORD_WORDS,
     MIN_SHORT_QUOTE_SCORE,
     ONE_WORD_NEAR,
     ONE_WORD_REACH,
@@ -264,7 +265,7 @@ def _one_word_changed(
     `anchoring.framed` (what `locate` decides on its own matches) from taking a one-word twin
     of a passage rewritten in more words (issue #26)."""
     words = quote.split(" ")
-    if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < 4:
+    if len(quote) < MIN_ONE_WORD_QUOTE or len(words) < MIN_ONE_WORD_WORDS:
         return None
     lo = max(0, hint - ONE_WORD_NEAR)
     text = haystack.text if kind is None else haystack.masked(kind)

@@ -102,6 +102,7 @@ MIN_SHORT_QUOTE_SCORE = 85
 # selection buttons"), and a deleted passage must not become its neighbour edited. An exact copy
 # farther than ONE_WORD_REACH is a copy elsewhere, not the note's own passage.
 MIN_ONE_WORD_QUOTE = 30
+MIN_ONE_WORD_WORDS = 4  # ... and of at least this many words
 ONE_WORD_NEAR = 300
 ONE_WORD_REACH = 2000
 # An approximate match of a short quote showing this many of its words in other letter case is
