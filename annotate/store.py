@@ -30,7 +30,7 @@ from typing import Any, Literal, overload
 import sqlite_utils
 
 from . import build as builds
-from . import pages, reconcile, sourcemap, urls
+from . import pages, reconcile, urls
 from . import validation as validate
 from .backends import Backend, Connection, Rows, is_url, open_backend
 from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
@@ -661,6 +661,7 @@ class Store:
     ) -> Annotation:
         """Record the text the agent put in place of the quote, and locate the note by it."""
         text = _replaced(replaced_text)
+        self._prepare_note(id)
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id)
             if table != "annotations" or row["type"] != "text":
@@ -759,17 +760,19 @@ class Store:
         """
         locator = self._locator()
         path = locator.page_file(self.page_url(page_url))
-        mtime = locator.mtime(path) if path else None
-        if path is None or mtime is None:
-            return False
-        if self._prepared.get(path) == mtime:
-            return True  # parsed since its last change (and most likely still cached)
-        text = locator.read(path)
-        if text is None:
-            return False
-        sourcemap.prepare(text)
-        self._prepared[path] = mtime
-        return True
+        return reconcile.prepare_file(locator, path, self._prepared)
+
+    def _prepare_note(self, id: str) -> None:
+        """Parse note `id`'s Markdown file before a verb's write lock, where locating the note
+        is then a lookup (docs/architecture.md, "When a verb reads the Markdown")."""
+        row = (
+            self._file.connection()
+            .execute("SELECT page_url, source_file FROM annotations WHERE id = ?", (id,))
+            .fetchone()
+        )
+        if row is not None:
+            locator = self._locator()
+            reconcile.prepare_file(locator, row[1] or locator.page_file(row[0]), self._prepared)
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file (relative to the project) a page is built from: the plugin's record,
@@ -977,6 +980,8 @@ class Store:
             )
         if message is not None:
             _reply_text(message)
+        if self.outside is None or text is not None:  # else `_locate` reads no Markdown
+            self._prepare_note(id)
         with self._tx(write=True) as conn:
             table, row = self._find(conn, id, kind)
             if text is not None and (table != "annotations" or row["type"] != "text"):

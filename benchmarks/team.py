@@ -21,8 +21,9 @@ apart, as the burst:
   and reads the change feed (`changes?since=CURSOR&timeout=0`);
 - an agent lists a page's open notes, anchors the page (`POST /anchor` with the page's text, what
   the overlay and `get_context` do), addresses a note with a message and replies to one. With
-  `--replaced-text` the address also carries `replacedText` (the note's quote, still in the file),
-  so the verb locates the note in its Markdown file (issue #28, item 6).
+  `--replaced-text` the agent first appends a line to the note's Markdown file, then addresses it
+  with `replacedText` (the note's quote, still in the file), so the verb locates the note in the
+  file just edited, as after an agent's edit (issue #28, item 6).
 
 After the steady load, the **burst**: every person sends one request at the same instant (each
 reviewer creates a note, each agent lists a page's open notes), the worst case of a team's first
@@ -92,9 +93,9 @@ PAGES = 10
 SENTENCES = 30
 API = "/__annotate/api"
 REVIEWER_ACTIONS = ("create", "list", "reply", "feed")
-# `--replaced-text`: an address carries the text now standing where the quote was (issue #28, item
-# 6: the verb locates the note in its Markdown file), instead of a message only.
-REPLACED_TEXT = False
+# `--replaced-text`: the docs folder of the run's project, whose Markdown an agent edits before it
+# addresses a note with `replacedText` (issue #28, item 6); None: an address carries a message only.
+REPLACED_TEXT: Path | None = None
 AGENT_ACTIONS = ("agent list", "anchor", "address", "agent reply")
 WRITES = ("create", "reply", "address", "agent reply")
 TIMEOUT_S = 30.0
@@ -324,7 +325,7 @@ async def _reviewer(client: Client, team: Team, n: int, end: float, think: float
 
 async def _agent(client: Client, team: Team, n: int, end: float, think: float) -> None:
     rng = random.Random(SEED * 2000 + n)
-    open_notes: list[tuple[str, str]] = []  # (id, quote)
+    open_notes: list[tuple[str, str, str]] = []  # (id, quote, page URL)
     count = 0
     while True:
         await asyncio.sleep(rng.uniform(0, 2 * think))
@@ -342,15 +343,20 @@ async def _agent(client: Client, team: Team, n: int, end: float, think: float) -
             )
             if got is not None:
                 open_notes = [
-                    (a["id"], (a.get("quote") or {}).get("exact", "")) for a in got["annotations"]
+                    (a["id"], (a.get("quote") or {}).get("exact", ""), a["pageUrl"])
+                    for a in got["annotations"]
                 ]
         elif action == "anchor":
             await client.call("anchor", "POST", "/anchor", {"pageUrl": page.url, "text": page.text})
         elif action == "address":
-            note, exact = open_notes.pop(rng.randrange(len(open_notes)))
+            note, exact, url = open_notes.pop(rng.randrange(len(open_notes)))
             body = {"action": "address", "message": key}
-            if REPLACED_TEXT and exact:
-                body["replacedText"] = exact  # located in the Markdown by this verb
+            if REPLACED_TEXT is not None and exact:
+                # As an agent does: edit the page's Markdown, then address with the text that
+                # stands where the quote was. The verb locates the note in the edited file.
+                with (REPLACED_TEXT / f"{url.strip('/')}.md").open("a", encoding="utf-8") as f:
+                    f.write(f"\nAn agent's edit, {key}.\n")
+                body["replacedText"] = exact
             await client.call("address", "POST", f"/annotations/{note}/status", body, key)
         else:
             note = rng.choice(open_notes)[0]
@@ -543,6 +549,8 @@ def one_run(
     kill: bool = False,
 ) -> Run:
     reviewer_tokens, agent_tokens = add_tokens(project, db, args.reviewers, args.agents)
+    global REPLACED_TEXT
+    REPLACED_TEXT = project / "docs" if args.replaced_text else None
     servers = start(project, db, instances)
     burst = None if kill else Load()
     try:
@@ -655,14 +663,12 @@ def main() -> None:
     parser.add_argument(
         "--replaced-text",
         action="store_true",
-        help="agents address with replacedText (the quote), so the verb searches the Markdown",
+        help="agents edit the page's Markdown, then address with replacedText (the quote)",
     )
     parser.add_argument(
         "--no-fsync", action="store_true", help="PostgreSQL without fsync (where the time goes)"
     )
     args = parser.parse_args()
-    global REPLACED_TEXT
-    REPLACED_TEXT = args.replaced_text
 
     from tests.pgcluster import PgCluster
 
