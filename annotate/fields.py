@@ -130,7 +130,7 @@ class Part:
     # state), written in SQL as `sql` over the row `a`.
     derive: Callable[[Any], Any] | None = None
     sql: str = ""
-    # The longest text an import takes (annotate/importing.py).
+    # The longest text it takes (annotate/validation.py, annotate/importing.py).
     limit: int | None = None
 
     @property
@@ -524,9 +524,9 @@ class Table:
 QUOTE = Composite(
     "Quote",
     (
-        Part("exact", "quote_exact", blank=""),
-        Part("prefix", "quote_prefix", blank=""),
-        Part("suffix", "quote_suffix", blank=""),
+        Part("exact", "quote_exact", blank="", limit=10_000),
+        Part("prefix", "quote_prefix", blank="", limit=1_000),
+        Part("suffix", "quote_suffix", blank="", limit=1_000),
     ),
     when=lambda r: r["type"] == "text",
     when_sql="{a}type = 'text'",
@@ -546,12 +546,12 @@ POSITION = Composite(
 ELEMENT_SELECTOR = Composite(
     "ElementSelector",
     (
-        Part("cssSelector", blank=""),
-        Part("xpath", blank=""),
-        Part("tagName", blank=""),
-        Part("description", blank=""),
+        Part("cssSelector", blank="", limit=2_000),
+        Part("xpath", blank="", limit=2_000),
+        Part("tagName", blank="", limit=64),
+        Part("description", blank="", limit=1_000),
         Part("attributes", type="object"),
-        Part("outerHtmlPreview", blank=""),
+        Part("outerHtmlPreview", blank="", limit=5_000),
     ),
     when=lambda r: r["type"] != "text",
     when_sql="{a}type != 'text' AND {a}element_selector != ''",

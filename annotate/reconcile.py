@@ -114,6 +114,24 @@ class Locator:
         return entry[1] if entry else None
 
 
+def prepare_file(locator: Locator, path: str | None, prepared: dict[str, float]) -> bool:
+    """Parse Markdown file `path` now, unless it was parsed since its last change (`prepared`:
+    path -> the mtime it was parsed at), so that locating a note in it is a lookup. A verb calls
+    it before its write lock (docs/architecture.md, "When a verb reads the Markdown"). Returns
+    whether the file was found."""
+    mtime = locator.mtime(path) if path else None
+    if path is None or mtime is None:
+        return False
+    if prepared.get(path) == mtime:
+        return True  # parsed since its last change (and most likely still cached)
+    text = locator.read(path)
+    if text is None:
+        return False
+    sourcemap.prepare(text)
+    prepared[path] = mtime
+    return True
+
+
 def locate_source(text: str, row: Mapping[str, Any]) -> tuple[sourcemap.SourceMatch | None, bool]:
     """Find the annotation in Markdown `text`: by its replacement first, then by its quote.
 

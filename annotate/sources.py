@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import pages, reconcile, sourcemap, urls
+from . import pages, reconcile, urls
 from . import validation as validate
 from .backends import Backend, Connection
 from .backends.sqlite import now
@@ -201,17 +201,19 @@ class Sources:
         """
         locator = self.locator()
         path = locator.page_file(self.page_url(page_url))
-        mtime = locator.mtime(path) if path else None
-        if path is None or mtime is None:
-            return False
-        if self._prepared.get(path) == mtime:
-            return True  # parsed since its last change (and most likely still cached)
-        text = locator.read(path)
-        if text is None:
-            return False
-        sourcemap.prepare(text)
-        self._prepared[path] = mtime
-        return True
+        return reconcile.prepare_file(locator, path, self._prepared)
+
+    def prepare_note(self, id: str) -> None:
+        """Parse note `id`'s Markdown file before a verb's write lock, where locating the note
+        is then a lookup (docs/architecture.md, "When a verb reads the Markdown")."""
+        row = (
+            self._file.connection()
+            .execute("SELECT page_url, source_file FROM annotations WHERE id = ?", (id,))
+            .fetchone()
+        )
+        if row is not None:
+            locator = self.locator()
+            reconcile.prepare_file(locator, row[1] or locator.page_file(row[0]), self._prepared)
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file (relative to the project) a page is built from: the plugin's record,

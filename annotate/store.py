@@ -150,8 +150,6 @@ class Store:
         self.build_source: builds.BuildSource = build
         self._project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
-        # Markdown path -> mtime when `prepare_page` last parsed it.
-        self._prepared: dict[str, float] = {}
         self.pull_requests = PullRequestLinks(self._file)  # issue #30
         # The nouns beside the notes, each over the same backend (docs/architecture.md).
         self._tables = Tables(self._file)
@@ -362,6 +360,7 @@ class Store:
     ) -> Annotation:
         """Record the text the agent put in place of the quote, and locate the note by it."""
         text = validate.replaced_text(replaced_text)
+        self.sources.prepare_note(id)
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id)
             if table != "annotations" or row["type"] != "text":
@@ -471,6 +470,8 @@ class Store:
             )
         if message is not None:
             validate.reply_message(message)
+        if self.outside is None or text is not None:  # else `locate` reads no Markdown
+            self.sources.prepare_note(id)
         with self._tx(write=True) as conn:
             table, row = self._tables.find(conn, id, kind)
             if text is not None and (table != "annotations" or row["type"] != "text"):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from .errors import EmptyReplacedText, EmptyReply, ValidationError
-from .fields import ANNOTATION, PAGE_NOTE, REPLY, Field, Table
+from .fields import ANNOTATION, PAGE_NOTE, REPLY, Composite, Field, Part, Table
 from .models import DECISIONS, INTENTS, REVIEW_MODES
 
 
@@ -23,25 +23,36 @@ def _limit(table: Table, key: str) -> int:
     return limit
 
 
+def _composite(key: str) -> Composite:
+    composite = ANNOTATION[key].composite
+    assert composite is not None, key
+    return composite
+
+
+def _part_limit(part: Part) -> int:
+    assert part.limit is not None, part.key
+    return part.limit
+
+
+# The composite fields a client sends, each a table of parts (annotate/fields.py).
+QUOTE = _composite("quote")
+POSITION = _composite("position")
+ELEMENT_SELECTOR = _composite("elementSelector")
+
+
 # Limits per field, from the field table (annotate/fields.py).
 MAX_NOTE = _limit(ANNOTATION, "note")
 MAX_SELECTED_TEXT = _limit(ANNOTATION, "selectedText")
 MAX_SUGGESTION = _limit(ANNOTATION, "suggestion")
 MAX_REPLY = _limit(REPLY, "message")
-MAX_CONTEXT = 1_000
+MAX_CONTEXT = _part_limit(QUOTE["prefix"])
 MAX_PAGE_URL = _limit(ANNOTATION, "pageUrl")
 MAX_PAGE_TITLE = _limit(ANNOTATION, "pageTitle")
 MAX_AUTHOR = _limit(ANNOTATION, "author")
 MAX_MESSAGE = 10_000
 MAX_REVIEW_IDS = 1_000
 MAX_POSITION = 100_000_000
-ELEMENT_LIMITS = {
-    "cssSelector": 2_000,
-    "xpath": 2_000,
-    "tagName": 64,
-    "description": 1_000,
-    "outerHtmlPreview": 5_000,
-}
+ELEMENT_LIMITS = {p.key: _part_limit(p) for p in ELEMENT_SELECTOR.parts if p.type == "string"}
 MAX_ATTRIBUTES = 50
 MAX_ATTRIBUTE_NAME = 200
 MAX_ATTRIBUTE_VALUE = 2_000
@@ -174,6 +185,15 @@ def _mapping(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
+def _object_of(value: Any, composite: Composite, field: str) -> Mapping[str, Any]:
+    """`value` as composite `field`'s object: a mapping of none but its parts' keys."""
+    data = _mapping(value, field)
+    unknown = sorted(set(data) - {p.key for p in composite.parts})
+    if unknown:
+        raise ValidationError(f'Unknown field "{unknown[0]}" in {field}', f"{field}.{unknown[0]}")
+    return data
+
+
 def _offset(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{field} must be an integer", field)
@@ -209,13 +229,7 @@ def note_for(intent: str, value: Any, *, require: bool = True) -> str:
 
 
 def element_selector(value: Any) -> dict[str, Any]:
-    data = _mapping(value, "elementSelector")
-    allowed = frozenset({*ELEMENT_LIMITS, "attributes"})
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise ValidationError(
-            f'Unknown field "{unknown[0]}" in elementSelector', f"elementSelector.{unknown[0]}"
-        )
+    data = _object_of(value, ELEMENT_SELECTOR, "elementSelector")
     out: dict[str, Any] = {}
     for key, limit in ELEMENT_LIMITS.items():
         out[key] = (
@@ -313,26 +327,17 @@ def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
             required=True,
             allow_empty=False,
         )
-        quote = _mapping(data.get("quote") or {}, "quote")
-        unknown = sorted(set(quote) - {"exact", "prefix", "suffix"})
-        if unknown:
-            raise ValidationError(f'Unknown field "{unknown[0]}" in quote', f"quote.{unknown[0]}")
+        quote = _object_of(data.get("quote") or {}, QUOTE, "quote")
         out["selected_text"] = selected
-        out["quote_exact"] = (
-            text(quote.get("exact"), "quote.exact", MAX_SELECTED_TEXT, allow_empty=False)
-            or selected
-        )
-        out["quote_prefix"] = text(quote.get("prefix"), "quote.prefix", MAX_CONTEXT) or ""
-        out["quote_suffix"] = text(quote.get("suffix"), "quote.suffix", MAX_CONTEXT) or ""
+        for p in QUOTE.parts:
+            value = text(
+                quote.get(p.key), f"quote.{p.key}", _part_limit(p), allow_empty=p.key != "exact"
+            )
+            # The exact text is the selected text unless given; the context may be empty.
+            out[p.column] = value or (selected if p.key == "exact" else p.blank)
         if data.get("position") is not None:
-            position = _mapping(data["position"], "position")
-            unknown = sorted(set(position) - {"start", "end"})
-            if unknown:
-                raise ValidationError(
-                    f'Unknown field "{unknown[0]}" in position', f"position.{unknown[0]}"
-                )
-            start = _offset(position.get("start"), "position.start")
-            end = _offset(position.get("end"), "position.end")
+            position = _object_of(data["position"], POSITION, "position")
+            start, end = (_offset(position.get(p.key), f"position.{p.key}") for p in POSITION.parts)
             if end < start:
                 raise ValidationError(
                     "position.end must not be before position.start", "position.end"

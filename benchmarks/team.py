@@ -3,7 +3,7 @@ reviewers and 5 agents on loopback, against the same load on one instance on an 
 the PostgreSQL run again with one instance killed mid-run.
 
     .venv/bin/python benchmarks/team.py [--seconds 60] [--reviewers 50] [--agents 5] [--think 1.0]
-                                        [--no-fsync]
+                                        [--no-fsync] [--replaced-text]
 
 A temp project gets Markdown pages and a built site of them. Each run starts from an empty store
 (a fresh PostgreSQL schema, a fresh SQLite file) holding one personal token per simulated person
@@ -20,7 +20,10 @@ apart, as the burst:
 - a reviewer creates a text note on a page, lists a page's notes, replies to a note someone made,
   and reads the change feed (`changes?since=CURSOR&timeout=0`);
 - an agent lists a page's open notes, anchors the page (`POST /anchor` with the page's text, what
-  the overlay and `get_context` do), addresses a note with a message and replies to one.
+  the overlay and `get_context` do), addresses a note with a message and replies to one. With
+  `--replaced-text` the agent first appends a line to the note's Markdown file, then addresses it
+  with `replacedText` (the note's quote, still in the file), so the verb locates the note in the
+  file just edited, as after an agent's edit (issue #28, item 6).
 
 After the steady load, the **burst**: every person sends one request at the same instant (each
 reviewer creates a note, each agent lists a page's open notes), the worst case of a team's first
@@ -90,6 +93,9 @@ PAGES = 10
 SENTENCES = 30
 API = "/__annotate/api"
 REVIEWER_ACTIONS = ("create", "list", "reply", "feed")
+# `--replaced-text`: the docs folder of the run's project, whose Markdown an agent edits before it
+# addresses a note with `replacedText` (issue #28, item 6); None: an address carries a message only.
+REPLACED_TEXT: Path | None = None
 AGENT_ACTIONS = ("agent list", "anchor", "address", "agent reply")
 WRITES = ("create", "reply", "address", "agent reply")
 TIMEOUT_S = 30.0
@@ -319,7 +325,7 @@ async def _reviewer(client: Client, team: Team, n: int, end: float, think: float
 
 async def _agent(client: Client, team: Team, n: int, end: float, think: float) -> None:
     rng = random.Random(SEED * 2000 + n)
-    open_notes: list[str] = []
+    open_notes: list[tuple[str, str, str]] = []  # (id, quote, page URL)
     count = 0
     while True:
         await asyncio.sleep(rng.uniform(0, 2 * think))
@@ -336,15 +342,24 @@ async def _agent(client: Client, team: Team, n: int, end: float, think: float) -
                 "agent list", "GET", f"/annotations?page={page.url}&status=open"
             )
             if got is not None:
-                open_notes = [a["id"] for a in got["annotations"]]
+                open_notes = [
+                    (a["id"], (a.get("quote") or {}).get("exact", ""), a["pageUrl"])
+                    for a in got["annotations"]
+                ]
         elif action == "anchor":
             await client.call("anchor", "POST", "/anchor", {"pageUrl": page.url, "text": page.text})
         elif action == "address":
-            note = open_notes.pop(rng.randrange(len(open_notes)))
+            note, exact, url = open_notes.pop(rng.randrange(len(open_notes)))
             body = {"action": "address", "message": key}
+            if REPLACED_TEXT is not None and exact:
+                # As an agent does: edit the page's Markdown, then address with the text that
+                # stands where the quote was. The verb locates the note in the edited file.
+                with (REPLACED_TEXT / f"{url.strip('/')}.md").open("a", encoding="utf-8") as f:
+                    f.write(f"\nAn agent's edit, {key}.\n")
+                body["replacedText"] = exact
             await client.call("address", "POST", f"/annotations/{note}/status", body, key)
         else:
-            note = rng.choice(open_notes)
+            note = rng.choice(open_notes)[0]
             await client.call(
                 "agent reply", "POST", f"/annotations/{note}/replies", {"message": key}, key
             )
@@ -534,6 +549,8 @@ def one_run(
     kill: bool = False,
 ) -> Run:
     reviewer_tokens, agent_tokens = add_tokens(project, db, args.reviewers, args.agents)
+    global REPLACED_TEXT
+    REPLACED_TEXT = project / "docs" if args.replaced_text else None
     servers = start(project, db, instances)
     burst = None if kill else Load()
     try:
@@ -643,6 +660,11 @@ def main() -> None:
     parser.add_argument("--reviewers", type=int, default=50)
     parser.add_argument("--agents", type=int, default=5)
     parser.add_argument("--think", type=float, default=1.0, help="mean seconds between actions")
+    parser.add_argument(
+        "--replaced-text",
+        action="store_true",
+        help="agents edit the page's Markdown, then address with replacedText (the quote)",
+    )
     parser.add_argument(
         "--no-fsync", action="store_true", help="PostgreSQL without fsync (where the time goes)"
     )

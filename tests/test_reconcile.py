@@ -9,6 +9,7 @@ import pytest
 
 import annotate
 from annotate import sourcemap
+from annotate.anchoring import markdown as anchoring_markdown
 from annotate.export import render
 from annotate.store import Store
 
@@ -239,9 +240,9 @@ def test_prepare_page_parses_ahead_of_the_first_note(project: Path, db_url: str 
     (project / "docs" / "install.md").write_text(PAGE + "\nA page nobody parsed yet.\n")
     assert store.prepare_page("/missing/") is False
     assert store.prepare_page("/install/") is True
-    before = sourcemap._haystack.cache_info().misses
+    before = anchoring_markdown.haystack_of.cache_info().misses
     a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
-    assert sourcemap._haystack.cache_info().misses == before  # nothing parsed on create
+    assert anchoring_markdown.haystack_of.cache_info().misses == before  # nothing parsed on create
     assert a.source is not None and a.source.line_start == 13
     store.close()
 
@@ -260,9 +261,9 @@ def test_anchoring_a_page_prepares_its_markdown(project: Path, db_url: str | Non
             headers={"X-Annotate-Token": "t" * 32},
         )
         assert answer.status_code == 200 and answer.json() == {"anchors": []}
-        before = sourcemap._haystack.cache_info().misses
+        before = anchoring_markdown.haystack_of.cache_info().misses
         store.add_annotation(quote("Use pipx when you want the tool isolated"))
-        assert sourcemap._haystack.cache_info().misses == before
+        assert anchoring_markdown.haystack_of.cache_info().misses == before
     store.close()
 
 
@@ -270,16 +271,16 @@ def test_prepare_page_parses_a_file_again_only_after_it_changed(
     project: Path, db_url: str | None
 ) -> None:
     store = annotate.open(project, db=db_url)
-    sourcemap._haystack.cache_clear()  # the other backend's run parsed the same texts
+    anchoring_markdown.haystack_of.cache_clear()  # the other backend's run parsed the same texts
     md = project / "docs" / "install.md"
     touch_write(md, PAGE + "\nOne more line.\n")
     assert store.prepare_page("/install/")
-    misses = sourcemap._haystack.cache_info().misses
+    misses = anchoring_markdown.haystack_of.cache_info().misses
     assert store.prepare_page("/install/")
-    assert sourcemap._haystack.cache_info().misses == misses  # unchanged: no work
+    assert anchoring_markdown.haystack_of.cache_info().misses == misses  # unchanged: no work
     touch_write(md, PAGE + "\nAnother line.\n")
     assert store.prepare_page("/install/")
-    assert sourcemap._haystack.cache_info().misses == misses + 1
+    assert anchoring_markdown.haystack_of.cache_info().misses == misses + 1
     store.close()
 
 

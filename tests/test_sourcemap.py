@@ -367,20 +367,20 @@ def test_theme_text_is_not_in_the_source(theme_text: str) -> None:
 
 def _normalise_by_character(text: str) -> tuple[str, list[int]]:
     """`normalise` written the plain way, one character at a time: the reference."""
-    from annotate.sourcemap import _DROPPED, _FOLDED, _RUNS
+    from annotate.anchoring.normalise import DROPPED, FOLDED, RUNS
 
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
-        if ch in _DROPPED:
+        if ch in DROPPED:
             continue
         if ch.isspace():
             if not out or out[-1] != " ":
                 out.append(" ")
                 index.append(i)
             continue
-        folded = _FOLDED.get(ch, ch)
-        if folded in _RUNS and out and out[-1] == folded:
+        folded = FOLDED.get(ch, ch)
+        if folded in RUNS and out and out[-1] == folded:
             continue
         for c in folded.casefold():
             out.append(c)

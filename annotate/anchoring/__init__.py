@@ -10,7 +10,11 @@ One concern per module, as in hypothesis/client `src/annotator/anchoring/`:
   `locate` saw recently);
 - `pageindex`: a page's index kept from one version of its text to the next (`PageIndex`);
 - `pagecache`: the anchor route's remembered answers and page indexes (`Anchors`);
-- `text`: whitespace folding and word pairs; `tuning`: every weight and threshold.
+- `markdown`: a quote the page shows, found in a Markdown file's projection (`locate_in_markdown`,
+  what `sourcemap` answers with): exact occurrences ranked, else `locate`'s approximate match;
+- `normalise`: rendered text folded for that search (quotes, dashes, case, whitespace);
+- `text`: whitespace folding and word pairs; `tuning`: every weight and threshold, the Markdown
+  side's included.
 
 A web server re-anchors the notes of a page on every load, and the page changes little between
 two loads: keep a `PageIndex` per page and call its `locate_many`, and the whole-text index costs

@@ -86,6 +86,29 @@ GOOD_CONTEXT_SIMILARITY = 0.75
 # Bounds the work for a quote that occurs very often.
 MAX_EXACT_HITS = 1000
 
+# -- Quotes in a Markdown source (`sourcemap.locate_in_markdown`) -------------------------------
+
+# Exact occurrences are ranked with the weights above, TIE_MARGIN and the two context levels
+# (GOOD_CONTEXT_SIMILARITY on average: a full score; MIN_CONTEXT_SIMILARITY on one side: it
+# speaks for that copy), then the old place, then the page's count of occurrences.
+# Unlike a quote re-anchored in the page it was taken from, a quote looked up in Markdown may not
+# be there at all (theme text, macros). A short one (under FUZZY_CONTEXT_REQUIRED_BELOW) resembles
+# unrelated text too easily ("Made with Material for MkDocs" vs "MkDocs, Material for MkDocs"
+# scores 76), so its approximate matches need this score (0-100).
+MIN_SHORT_QUOTE_SCORE = 85
+# A quote of this many characters or more, found again with one word changed near where it was
+# last seen (within ONE_WORD_NEAR characters), stays anchored whatever its similarity. Near is
+# kept small: documentation repeats passages one word apart ("code copy buttons" / "code
+# selection buttons"), and a deleted passage must not become its neighbour edited. An exact copy
+# farther than ONE_WORD_REACH is a copy elsewhere, not the note's own passage.
+MIN_ONE_WORD_QUOTE = 30
+MIN_ONE_WORD_WORDS = 4  # ... and of at least this many words
+ONE_WORD_NEAR = 300
+ONE_WORD_REACH = 2000
+# An approximate match of a short quote showing this many of its words in other letter case is
+# other text (a heading in title case), not the quote edited.
+CASE_DIFFERS = 2
+
 # -- Approximate search -------------------------------------------------------------------------
 
 # Candidate windows are voted for by the word pairs of prefix, quote and suffix that still occur
