@@ -263,11 +263,9 @@ panel.append(
   ])
 );
 
-// The toggle's count, the tabs' counts and which tab is selected.
+// The tabs' counts and which tab is selected (the toggle's count: shell.js).
 function renderCounts() {
   const n = unresolved([...S.notes, ...S.items]);
-  toggleCount.textContent = n ? String(n) : "";
-  toggle.setAttribute("aria-expanded", String(S.open));
   panel.hidden = !S.open;
   offlineBadge.hidden = !S.offline;
   const all = S.all ? unresolved([...S.all.pageNotes, ...S.all.annotations]) : (S.allCount ?? n);
