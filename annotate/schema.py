@@ -215,6 +215,35 @@ def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
     return migrate
 
 
+def _screenshots(db: Any) -> None:
+    # Issue #30: a WebP image per note (annotate/screenshots.py), beside the notes, not in
+    # docs_dir; deleted with its note.
+    blob = "BYTEA" if dialect(db) == "postgresql" else "BLOB"
+    db.execute(
+        "CREATE TABLE screenshots (note_id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+        "media_type TEXT NOT NULL, width BIGINT NOT NULL, height BIGINT NOT NULL, "
+        f"size BIGINT NOT NULL, created_at TEXT NOT NULL, author TEXT, data {blob} NOT NULL)"
+    )
+
+
+# Tables added after the hand-written migrations, by the version that adds them (with the
+# columns of the fields `since` that version, if any). Screenshots are schema 10 in the session's
+# numbering (plans/revisions are 9): renumber when plans land.
+_TABLES: dict[int, Callable[[Any], None]] = {9: _screenshots}
+
+
+def _step(version: int) -> Callable[[Any], None]:
+    """The migration to `version`: its new table, if any, and its fields' columns."""
+    columns, table = _new_columns(version), _TABLES.get(version)
+
+    def migrate(db: Any) -> None:
+        if table is not None:
+            table(db)
+        columns(db)
+
+    return migrate
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _initial,
     _page_sources,
@@ -237,12 +266,14 @@ if _late:
         f"own; a new field takes since={len(MIGRATIONS) + 1} or later"
     )
 MIGRATIONS += [
-    _new_columns(v)
+    _step(v)
     for v in range(
         len(MIGRATIONS) + 1,
-        max(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t) + 1,
+        max(*_TABLES, *(f.since for t in (ANNOTATION, PAGE_NOTE, REPLY) for f in t)) + 1,
     )
 ]
+
+
 LATEST = len(MIGRATIONS)
 OWN_TABLES = frozenset(
     {
@@ -254,6 +285,7 @@ OWN_TABLES = frozenset(
         "pages",
         "shown",
         "tokens",
+        "screenshots",
         "schema_version",
     }
 )

@@ -70,6 +70,7 @@ from .models import (
     TextQuote,
 )
 from .project import find_project
+from .screenshots import Screenshots
 
 __all__ = [
     "DEFAULT_DIR",
@@ -212,6 +213,7 @@ class Store:
         self.busy_timeout = busy_timeout
         # Markdown path -> mtime when `prepare_page` last parsed it.
         self._prepared: dict[str, float] = {}
+        self.screenshots = Screenshots(self._file)
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -1171,6 +1173,7 @@ class Store:
         self, conn: Connection, table: str, row: Row, author: str | None = None
     ) -> None:
         conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
+        conn.execute("DELETE FROM screenshots WHERE note_id = ?", (row["id"],))
         conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
         self._record(conn, _kind(table), row["id"], "deleted", row["page_url"], author)
         self._settle_review(conn, row["review_id"])
@@ -1450,10 +1453,10 @@ class Store:
         with self._tx(write=True) as conn:
             total = 0
             for table in ("annotations", "page_notes"):
-                conn.execute(
-                    f"DELETE FROM replies WHERE parent_id IN "
-                    f"(SELECT id FROM {table} WHERE status = 'resolved')"
-                )
+                for child in ("replies WHERE parent_id", "screenshots WHERE note_id"):
+                    conn.execute(
+                        f"DELETE FROM {child} IN (SELECT id FROM {table} WHERE status = 'resolved')"
+                    )
                 total += conn.execute(f"DELETE FROM {table} WHERE status = 'resolved'").rowcount
             if total:
                 self._record(conn, "store", "*", "purged", None)

@@ -278,6 +278,8 @@ OVERLAY_SOURCES = (
 # through the same route and passes them), and hands back its names the first load refers to.
 OVERLAY_CHUNKS: dict[str, tuple[str, ...]] = {
     "panel": ("panel.js",),
+    # snapdom (MIT, its license beside it): chosen by size and fidelity, docs/overlay.md.
+    "capture": ("vendor/snapdom.js", "capture.js"),
 }
 SHADOW_CSS = "shadow.css"
 
@@ -372,24 +374,33 @@ def _own_code(paths: Iterable[Path]) -> str:
 
 
 def _vendored(path: Path) -> str:
-    """A third-party build (UMD) in a scope of its own, as `vendor_NAME` (its file name with
-    `-` and `.` as `_`): its CommonJS branch takes it, so it sets no page global."""
+    """A third-party build in a scope of its own, as `vendor_NAME` (its file name, `-` and `.`
+    as `_`): a UMD build takes its CommonJS branch; one that sets `window.NAME` (its file name)
+    has that global taken back at once. Its license (`NAME.LICENSE` beside it) goes first, as a
+    comment the minifier keeps."""
     name = re.sub(r"\W", "_", path.stem)
+    license_file = path.with_suffix(".LICENSE")
+    notice = ""
+    if license_file.is_file():
+        text = license_file.read_text("utf-8").replace("*/", "* /")
+        notice = f"/*! {path.name} (vendored): {text.strip()} */\n"
     return (
-        f"const vendor_{name} = (() => {{ const module = {{ exports: {{}} }}, exports = "
-        f"module.exports;\n{path.read_text('utf-8')}\nreturn module.exports; }})();"
+        f"{notice}const vendor_{name} = (() => {{ const module = {{ exports: {{}} }}, "
+        f"exports = module.exports;\n{path.read_text('utf-8')}\n;"
+        f"const set = window[{json.dumps(path.stem)}]; delete window[{json.dumps(path.stem)}];"
+        f" return set || module.exports; }})();"
     )
 
 
 def chunk_function(name: str, src: Path) -> str:
     """The chunk `name` as a function of the first load's names it uses (`$`), returning its own
-    names the first load refers to (a `let` as a getter, so that its current value is read)."""
+    top-level names (a `let` as a getter, so that its current value is read)."""
     own_paths = [src / n for n in OVERLAY_CHUNKS[name]]
     core, own = _core(src), _own_code(own_paths)
     mine = _top_level(own)
     needed = sorted((_top_level(core, lets=False) & _names(own)) - mine)
     lets = set(_LET.findall(own))
-    wanted = sorted(mine & _names(core))
+    wanted = sorted(mine)  # all: the first load and other chunks call them as `chunk(…).then`
     out = ",".join(f"get {n}() {{ return {n}; }}" if n in lets else n for n in wanted)
     body = [_vendored(p) if p.parent.name == "vendor" else p.read_text("utf-8") for p in own_paths]
     return (
