@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from annotate.chatview import view_html
 from annotate.web.static import (
     OVERLAY_CHUNKS,
     OVERLAY_SOURCES,
@@ -127,3 +128,12 @@ def test_the_installed_layout_serves_the_joined_overlay(tmp_path: Path) -> None:
     assert Path(where) == site / "annotate" / "overlay"
     assert script.startswith("(()=>{") and "Add page note" in script
     assert '\nannotateOverlay.chunk("panel",' in script
+
+
+def test_the_chat_view_has_the_panel_inline_and_no_capture() -> None:
+    """The chat view makes no request: the panel's chunk is inline there; the screenshot's
+    (a 250 kB third-party build) is left out, and with it the screenshot buttons."""
+    html = view_html()
+    assert 'const CHUNKS={"panel":function($)' in html
+    assert "vendor_snapdom" not in html and "capture" not in html.split("const CHUNKS=")[1][:40]
+    assert len(html.encode()) < 80_000

@@ -339,10 +339,10 @@ def chunk_preamble(src: Path, chunks: str) -> list[str]:
 
 
 def inline_chunks(src: Path) -> str:
-    """Every chunk as a function, by name (a JS object): `CHUNKS` for the chat view."""
-    return (
-        "{" + ",".join(f"{json.dumps(n)}: {chunk_function(n, src)}" for n in OVERLAY_CHUNKS) + "}"
-    )
+    """The chunks as functions, by name (a JS object): `CHUNKS` for the chat view. Not those with
+    a third-party build (the screenshot's): the view stays small, and offers no screenshots."""
+    names = [n for n, files in OVERLAY_CHUNKS.items() if not any("/" in f for f in files)]
+    return "{" + ",".join(f"{json.dumps(n)}: {chunk_function(n, src)}" for n in names) + "}"
 
 
 _DECLARED = re.compile(r"^(?:async\s+)?(?:function\*?|const|let|class)\s+(\w+)", re.M)

@@ -26,6 +26,9 @@ function chunk(name) {
   return chunkLoads[name];
 }
 
+// Whether this overlay can take screenshots (not in the chat view, which has no capture chunk).
+const canShoot = () => "capture" in CHUNKS;
+
 // Called by a chunk's script: only a chunk this overlay asked for, once.
 function chunkLoaded(name, make) {
   const wait = chunkWaits[name];

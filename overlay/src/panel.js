@@ -126,7 +126,7 @@ function actions(item) {
     { class: "actions" },
     button("Reply", open("reply")),
     // Issue #30: a screenshot of its passage or element, after the fact.
-    !READ_ONLY && button("Screenshot", () => chunk("capture").then((c) => c.attachShot(item))),
+    !READ_ONLY && canShoot() && button("Screenshot", () => chunk("capture").then((c) => c.attachShot(item))),
     item.status !== "resolved" && [
       button("Accept", () => change("Accepting", route(item) + "/status", { action: "accept" })),
       button("Ask agent now", () => sendReview({ mode: "review", ids: [item.id] }))

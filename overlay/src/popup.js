@@ -71,7 +71,7 @@ function openPopup(draft) {
     { class: "row" },
     button("Save", () => save(draft, error), "primary"),
     button("Cancel", () => closePopup(true)),
-    button("Attach screenshot", () => takeShot(draft, shotStatus)),
+    canShoot() && button("Attach screenshot", () => takeShot(draft, shotStatus)),
     shotStatus,
     editing &&
       button("Delete", () => {
