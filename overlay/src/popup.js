@@ -185,7 +185,8 @@ async function save(draft, error) {
       }
       item = await api("POST", "annotations", body);
     }
-    if (draft.shot) await (await chunk("capture")).attachShot(item, draft.shot);
+    // A draft restored after a reload has lost its picture (sessionStorage keeps text only).
+    if (draft.shot instanceof Blob) await (await chunk("capture")).attachShot(item, draft.shot);
     // A new text note is where it was selected, until the server has located it.
     upsert(item, !draft.id && t.kind === "text" && intact(t) && { start: t.start, end: t.end, map: textMap() });
     closePopup(true);
