@@ -291,7 +291,8 @@ def overlay_asset(overlay: Path, name: str) -> OverlayAsset | None:
     """
     if name == "annotate.js":
         # Every chunk's sources too: the first load names each chunk's version and its names.
-        chunked = [n for names in OVERLAY_CHUNKS.values() for n in names]
+        # (An overlay folder without them, e.g. a reduced one in a test, has no chunks.)
+        chunked = [n for c in _present(overlay / "src") for n in OVERLAY_CHUNKS[c]]
         paths = [overlay / "src" / n for n in (SHADOW_CSS, *OVERLAY_SOURCES, *chunked)]
     elif name.endswith(".js") and name[:-3] in OVERLAY_CHUNKS:
         # The first load's sources too: which of their names the chunk gets depends on them.
@@ -314,13 +315,18 @@ def join_overlay(paths: Iterable[Path]) -> str:
     so nothing it declares reaches the page's globals; first in it, what its chunks need."""
     css, *scripts = paths
     src = css.parent
-    versions = {name: _etag(join_chunk(name, src)) for name in OVERLAY_CHUNKS}
+    versions = {name: _etag(join_chunk(name, src)) for name in _present(src)}
     parts = [
         f"const SHADOW_CSS = {json.dumps(minify_css(css.read_text('utf-8')))};",
-        *chunk_preamble(src, json.dumps(versions)),
+        *(chunk_preamble(src, json.dumps(versions)) if versions else ()),
         *(p.read_text("utf-8") for p in scripts if p.name in OVERLAY_SOURCES),
     ]
     return '(() => {\n"use strict";\n' + "\n".join(parts) + "\n})();\n"
+
+
+def _present(src: Path) -> list[str]:
+    """The chunks whose every source is in `src`."""
+    return [n for n, files in OVERLAY_CHUNKS.items() if all((src / f).is_file() for f in files)]
 
 
 def chunk_preamble(src: Path, chunks: str) -> list[str]:
