@@ -130,14 +130,15 @@ class Bulk:
         )
 
     def purge_resolved(self) -> int:
-        """Delete every resolved annotation and page note (and their replies); return how many."""
+        """Delete every resolved annotation and page note (and their replies and screenshots);
+        return how many."""
         with self._file.transaction(write=True) as conn:
             total = 0
             for table in ("annotations", "page_notes"):
-                conn.execute(
-                    f"DELETE FROM replies WHERE parent_id IN "
-                    f"(SELECT id FROM {table} WHERE status = 'resolved')"
-                )
+                for child in ("replies WHERE parent_id", "screenshots WHERE note_id"):
+                    conn.execute(
+                        f"DELETE FROM {child} IN (SELECT id FROM {table} WHERE status = 'resolved')"
+                    )
                 total += conn.execute(f"DELETE FROM {table} WHERE status = 'resolved'").rowcount
             if total:
                 self._tables.record(conn, "store", "*", "purged", None)

@@ -35,9 +35,12 @@ from .mcp_tools import TABLE
 from .store import Store
 from .validation import refuse_surrogates
 from .web.static import (
+    OVERLAY_CHUNKS,
     OVERLAY_SOURCES,
     SHADOW_CSS,
+    chunk_preamble,
     find_overlay_dir,
+    inline_chunks,
     minify_css,
 )
 
@@ -97,6 +100,8 @@ def _sources(root: Path) -> list[Path]:
         *(app / name for name in APP_SCRIPTS),
         app / APP_CSS,
         root / "annotate.css",
+        # What the browser overlay loads on first use is inline here: the view makes no request.
+        *(root / "src" / n for names in OVERLAY_CHUNKS.values() for n in names),
     ]
 
 
@@ -106,7 +111,8 @@ def _view(key: tuple[tuple[Path, int], ...]) -> str:
     shadow, *rest = [p for p, _ in key]
     overlay = rest[: len(OVERLAY_SOURCES)]
     bridge, view = rest[len(OVERLAY_SOURCES) : len(OVERLAY_SOURCES) + 2]
-    view_css, page_css = rest[-2:]
+    at = len(OVERLAY_SOURCES) + 2
+    view_css, page_css = rest[at : at + 2]
     # The overlay in a function: `top` and `location` are the view's (its frame has an opaque
     # origin and shows one page of the site), `bridge` the host connection overlay/app/api.js
     # talks through. Everything else is the browser overlay's code, unchanged.
@@ -116,6 +122,8 @@ def _view(key: tuple[tuple[Path, int], ...]) -> str:
         + bridge.read_text("utf-8")
         + "\nfunction overlay(top, location, bridge) {\n"
         + f"const SHADOW_CSS = {json.dumps(minify_css(shadow.read_text('utf-8')))};\n"
+        + "\n".join(chunk_preamble(shadow.parent, inline_chunks(shadow.parent)))
+        + "\n"
         + body
         + "\n}\n"
         + view.read_text("utf-8")

@@ -431,6 +431,26 @@ def get(ctx: Ctx, id: str) -> None:
     ctx.emit(ctx.lean(item), lambda: _detail(item))
 
 
+@command(cli, "screenshot")
+@click.argument("id")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the image here (default: ID.webp in the current folder); `-` for stdout.",
+)
+def screenshot(ctx: Ctx, id: str, out: Path | None) -> None:
+    """Save the screenshot a reviewer attached to a note (WebP; get_screenshot)."""
+    shot = ctx.store().screenshots.get(id)
+    if out is not None and str(out) == "-":
+        sys.stdout.buffer.write(shot.data)
+        return
+    target = out or Path(f"{id}.webp")
+    target.write_bytes(shot.data)
+    data = {**shot.to_dict(), "path": str(target)}
+    ctx.emit(data, lambda: f"Saved {id}'s screenshot ({shot.width}×{shot.height}) to {target}")
+
+
 @command(cli, "start")
 @click.argument("id")
 def start(ctx: Ctx, id: str) -> None:

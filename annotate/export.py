@@ -65,7 +65,12 @@ def render(store: Store, format: str, *, include_resolved: bool | None = None) -
         annotation_rows, note_rows, replies = store.export_rows(include_resolved=include_resolved)
         with pause_gc():
             return _markdown(
-                annotation_rows, note_rows, replies, datetime.now(timezone.utc), store.build
+                annotation_rows,
+                note_rows,
+                replies,
+                datetime.now(timezone.utc),
+                store.build,
+                frozenset(store.screenshots.list()),
             )
     annotations, notes = store.all_items(include_resolved=include_resolved)
     if format == "json":
@@ -122,6 +127,7 @@ def _markdown(
     replies: Replies,
     now: datetime,
     current: Build | None,
+    shots: frozenset[str] = frozenset(),
 ) -> str:
     lines = ["# Review feedback", f"Exported: {now.strftime('%Y-%m-%d %H:%M UTC')}"]
     # page url -> [title, page-note rows, annotation rows]
@@ -163,11 +169,13 @@ def _markdown(
             lines.append("### Page notes")
             for n in page_notes:
                 lines += _page_note(replies, shown, *n)
+                lines += _shot(n[0], "page-notes", "  ", shots)
             lines.append("")
         if page_annotations:
             lines.append("### Annotations")
             for i, a in enumerate(page_annotations, 1):
                 lines += _annotation(i, replies, shown, *a)
+                lines += _shot(a[0], "annotations", "   ", shots)
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -189,6 +197,15 @@ def _page_note(
         lines.append(f"  {_build(build_branch, build_commit)}")
     lines += _replies(replies.get(id, NO_REPLIES), "  ")
     return lines
+
+
+def _shot(id: str, route: str, indent: str, shots: frozenset[str]) -> list[str]:
+    """A link to the note's screenshot (issue #30) when it has one: the REST route, which asks
+    for the token, and the command that saves it."""
+    if id not in shots:
+        return []
+    url = f"/__annotate/api/{route}/{id}/screenshot"
+    return [f"{indent}Screenshot: [{id}.webp]({url}) (`annotate screenshot {id}`)"]
 
 
 def _build(branch: str | None, commit: str | None) -> str:

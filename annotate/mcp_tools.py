@@ -8,6 +8,7 @@ its store through its `ctx`: the `ToolServer` it runs on.
 
 from __future__ import annotations
 
+import base64
 import functools
 import threading
 from collections.abc import Callable
@@ -19,17 +20,19 @@ import anyio
 import anyio.to_thread
 import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import context as context_module
 from . import export
 from . import store as store_module
 from .agents import DEFAULT_WAIT_S, MAX_WAIT_S, intents, mode_instructions, no_review, order_of_work
+from .backends.sqlite import DEFAULT_DIR
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError
 from .mcp_http import bearer, person
 from .models import Annotation, PageNote, Review, lean_item
+from .screenshots import MEDIA_TYPE
 
 __all__ = [
     "MAX_LIST",
@@ -204,6 +207,32 @@ def list_page_notes(
 
 def get_annotation(ctx: Context, id: Id) -> CallToolResult:
     return _call(ctx, lambda s: _item(s.get_annotation(id), s))
+
+
+def get_screenshot(
+    ctx: Context,
+    id: Id,
+    format: Annotated[
+        Literal["image", "path"],
+        Field(description="image, or path: a file to open"),
+    ] = "image",
+) -> CallToolResult:
+    def shot(s: store_module.Store) -> CallToolResult:
+        got = s.screenshots.get(id)
+        data = got.to_dict()
+        if format == "path":
+            # Beside the store, never in docs_dir: a file the agent can open, made again on ask.
+            folder = s.project_dir / DEFAULT_DIR / "screenshots"
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / f"{id}.webp"
+            target.write_bytes(got.data)
+            return text_result(_dump(ctx, {**data, "path": str(target)}))
+        picture = base64.b64encode(got.data).decode("ascii")
+        result = text_result(_dump(ctx, data))
+        result.content.append(ImageContent(type="image", data=picture, mime_type=MEDIA_TYPE))
+        return result
+
+    return _call(ctx, shot, raw=True)
 
 
 def get_export(ctx: Context) -> CallToolResult:
@@ -436,6 +465,14 @@ TABLE: tuple[Tool, ...] = (
         get_annotation,
         "note",
         "One annotation or page note by ID, as list_annotations gives them.",
+        READ,
+    ),
+    Tool(
+        "get_screenshot",
+        get_screenshot,
+        None,
+        "A note's screenshot (WebP), or with format=path a file. Images cost tokens: ask "
+        "only when needed.",
         READ,
     ),
     Tool(

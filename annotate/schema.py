@@ -215,6 +215,17 @@ def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
     return migrate
 
 
+def _screenshots(db: Any) -> None:
+    # Issue #30: a WebP image per note (annotate/screenshots.py), beside the notes, not in
+    # docs_dir; deleted with its note.
+    blob = "BYTEA" if dialect(db) == "postgresql" else "BLOB"
+    db.execute(
+        "CREATE TABLE screenshots (note_id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+        "media_type TEXT NOT NULL, width BIGINT NOT NULL, height BIGINT NOT NULL, "
+        f"size BIGINT NOT NULL, created_at TEXT NOT NULL, author TEXT, data {blob} NOT NULL)"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _initial,
     _page_sources,
@@ -273,7 +284,7 @@ def _plans(db: Any) -> None:
 
 # Hand-written migrations after the first six, by the version they bring a store to; a version
 # may also add fields' columns (`since`), which run after its own step.
-LATER: dict[int, Callable[[Any], None]] = {9: _plans, 10: _pull_requests}
+LATER: dict[int, Callable[[Any], None]] = {9: _plans, 10: _screenshots, 11: _pull_requests}
 
 
 def _step(version: int) -> Callable[[Any], None]:
@@ -316,6 +327,7 @@ OWN_TABLES = frozenset(
         "pr_replies",
         "plans",
         "plan_revisions",
+        "screenshots",
         "schema_version",
     }
 )

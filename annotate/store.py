@@ -9,12 +9,9 @@ A text note's `source` follows its Markdown file (`annotate/reconcile.py`): ever
 by reconciling the notes it is about to read whose file changed (`Sources.reading`), and a verb
 that moves a note's target locates it again inside its own write transaction (`Sources.locate`).
 
-`Store` keeps the notes and their lifecycle; each other noun is a small class over the same
-backend, reached from the store and through the same calls as before: `store.people` (personal
-tokens), `store.sources` (Markdown files, page URLs), `store.feed` (the change feed, history),
-`store.shows` (pointing a view at a note), `store.reviews` ("Send to agent", the agent's wait),
-`store.anchors` (selectors on the rendered page), `store.bulk` (every note at once: export,
-summary, purge, import). docs/architecture.md, "Where a new noun goes".
+`Store` keeps the notes and their lifecycle. Each other noun is a small class over the same
+backend, reached as `store.<noun>` and, where agents and scripts used them, through the store's
+old calls (docs/architecture.md, "Where a new noun goes").
 """
 
 from __future__ import annotations
@@ -53,6 +50,7 @@ from .plans import Plans
 from .project import find_project
 from .pullrequests.links import PullRequestLinks
 from .reviews import Reviews
+from .screenshots import Screenshots
 from .shows import SHOW_WAIT_S, Shows
 from .sources import ALL_ANNOTATIONS, Sources
 from .tables import (
@@ -96,15 +94,11 @@ def open(
 ) -> Store:
     """Open the store of a project: `<project>/.annotate/annotations.db`, created when missing.
 
-    The project is found upwards from `project`, or from the current folder when it is None
-    (`annotate.project.find_project`): never a new store inside `docs/`. `db`: another SQLite
-    file, or a PostgreSQL database (`postgresql://user:password@host/dbname`, docs/storage.md;
-    its tables are created when missing), whose notes point into the project found as above,
-    wherever the file is (issue #27). With `db` and no project found from the current folder,
-    the store still reads and writes its notes as stored; what needs the Markdown (locating a
-    note, `Store.project_dir`) raises `ProjectNotFound`. `build`: the build the notes made
-    through this store belong to (`Store.build`); `"auto"` reads it as `annotate serve` does
-    (`annotate.build.current`: the environment, else git in the project).
+    The project is found upwards from `project` (or the current folder): never a new store inside
+    `docs/`. `db`: another SQLite file, or a PostgreSQL URL (docs/storage.md), whose notes point
+    into the project found as above; found no project, the store reads and writes its notes as
+    stored and what needs the Markdown raises `ProjectNotFound` (issue #27). `build`: the build
+    new notes belong to (`Store.build`); `"auto"` reads it as `annotate serve` does.
     """
 
     def source(root: str | os.PathLike[str]) -> builds.BuildSource:
@@ -150,7 +144,6 @@ class Store:
         self.build_source: builds.BuildSource = build
         self._project_dir = self._file.project_dir
         self.busy_timeout = busy_timeout
-        self.pull_requests = PullRequestLinks(self._file)  # issue #30
         # The nouns beside the notes, each over the same backend (docs/architecture.md).
         self._tables = Tables(self._file)
         self.people = People(self._file)
@@ -161,7 +154,9 @@ class Store:
         self.shows = Shows(self._file, self.sources)
         self.reviews = Reviews(self._file, self.sources, self._items, self.people)
         self.bulk = Bulk(self._file, self.sources, self._items)
-        self.plans = Plans(self._file)  # issue #29: reviewed documents and their revisions
+        self.plans = Plans(self._file)  # reviewed documents and their revisions (issue #29)
+        self.screenshots = Screenshots(self._file)  # a picture per note (issue #30)
+        self.pull_requests = PullRequestLinks(self._file)  # notes' comments on a PR (issue #30)
 
     # The folder `open` looked for a project from and found none (a store opened with `db`
     # anywhere): the notes are read as stored, never located in Markdown (issue #27).
@@ -640,6 +635,7 @@ class Store:
             table, row = self._tables.find(conn, id, kind)
             check(by, "delete", f'{LABELS[table].lower()} "{id}"', row["author"])
             conn.execute("DELETE FROM replies WHERE parent_id = ?", (row["id"],))
+            conn.execute("DELETE FROM screenshots WHERE note_id = ?", (row["id"],))
             conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
             self._tables.record(
                 conn, kind_of(table), row["id"], "deleted", row["page_url"], who(by)

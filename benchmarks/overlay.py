@@ -41,7 +41,7 @@ from _machine import describe
 from playwright.sync_api import Browser, sync_playwright
 
 import annotate
-from annotate.web.static import OVERLAY_SOURCES, SHADOW_CSS, overlay_asset
+from annotate.web.static import OVERLAY_CHUNKS, OVERLAY_SOURCES, SHADOW_CSS, overlay_asset
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERLAY = ROOT / "overlay"
@@ -67,7 +67,12 @@ def sizes() -> list[tuple[str, int, int]]:
         asset = overlay_asset(OVERLAY, name)
         assert asset is not None
         rows.append((f"{name} (served)", len(asset.body), len(asset.gzipped)))
-    rows.append(("total served", sum(r[1] for r in rows[2:]), sum(r[2] for r in rows[2:])))
+    rows.append(("first load served", sum(r[1] for r in rows[2:]), sum(r[2] for r in rows[2:])))
+    # Loaded on first use (issue #31): not part of the first load.
+    for chunk in OVERLAY_CHUNKS:
+        asset = overlay_asset(OVERLAY, chunk + ".js")
+        assert asset is not None
+        rows.append((f"{chunk}.js (served on first use)", len(asset.body), len(asset.gzipped)))
     return rows
 
 
@@ -176,7 +181,7 @@ def main() -> None:
     print("| --- | ---: | ---: |")
     for name, raw, gz in rows:
         print(f"| {name} | {raw:,} | {gz:,} |")
-    _, raw, gz = rows[-1]
+    _, raw, gz = next(r for r in rows if r[0] == "first load served")
     print(
         f"| astro-inline-review client | {PEER_RAW:,} | {PEER_GZIP:,} |\n"
         f"| target | ≤ {TARGET_RAW:,} | ≤ {TARGET_GZIP:,} |"

@@ -35,7 +35,8 @@ MB = 1024 * 1024
 
 # Every API route with a body that succeeds when nothing is wrong with the request: a refusal
 # below is the attack's doing. {a}, {p}, {r}: an annotation, a page note and a review that exist.
-ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
+SHOT = (Path(__file__).parent / "fixtures" / "screenshots" / "simple-lossy.webp").read_bytes()
+ROUTES: list[tuple[str, str, dict[str, Any] | bytes | None]] = [
     ("GET", "/annotations", None),
     ("POST", "/annotations", text_note()),
     ("GET", "/annotations/{a}", None),
@@ -60,10 +61,19 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/changes", None),
     ("GET", "/summary", None),
     ("POST", "/shown", {"seq": 4, "viewer": "v1"}),  # seed's show_annotation: the 4th change
+    # Issue #30: a note's screenshot, sent as the WebP image itself.
+    ("GET", "/screenshots", None),
+    ("GET", "/annotations/{a}/screenshot", None),
+    ("PUT", "/annotations/{a}/screenshot", SHOT),
+    ("DELETE", "/annotations/{a}/screenshot", None),
+    ("GET", "/page-notes/{p}/screenshot", None),
+    ("PUT", "/page-notes/{p}/screenshot", SHOT),
+    ("DELETE", "/page-notes/{p}/screenshot", None),
 ]
 WRITES = [route for route in ROUTES if route[0] != "GET"]
 # Writes whose handler reads a JSON body (a DELETE's body is never read).
-BODY_ROUTES = [route for route in WRITES if route[2] is not None]
+# The JSON-body attacks; a screenshot's body is the image (tests/test_screenshots.py).
+BODY_ROUTES = [route for route in WRITES if isinstance(route[2], dict)]
 ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 
 
@@ -88,6 +98,8 @@ def seed(store: Store) -> dict[str, str]:
     r = store.create_review({"mode": "edit"})
     store.show_annotation(a.id, wait=0)
     assert store.changes(0)[1] == 4
+    store.screenshots.attach(a.id, SHOT)
+    store.screenshots.attach(p.id, SHOT)
     return {"a": a.id, "p": p.id, "r": r.id}
 
 
@@ -133,6 +145,7 @@ def snapshot(store: Store) -> tuple[Any, ...]:
         [n.to_dict() for n in notes],
         [r.to_dict() for r in store.list_reviews()],
         store.changes(0),
+        store.screenshots.list(),
     )
 
 
@@ -156,11 +169,13 @@ def send(
     client: TestClient | httpx.Client,
     method: str,
     path: str,
-    body: dict[str, Any] | None,
+    body: dict[str, Any] | bytes | None,
     headers: dict[str, str],
     content: bytes | None = None,
 ) -> httpx.Response:
-    if content is None and body is not None:
+    if content is None and isinstance(body, bytes):
+        content, headers = body, {"Content-Type": "image/webp", **headers}
+    elif content is None and body is not None:
         content = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **headers}
     return client.request(method, path, content=content, headers=headers)

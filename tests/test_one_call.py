@@ -44,6 +44,7 @@ from annotate.compose import build_server
 from annotate.export import render
 from annotate.mcp_server import TOOLS
 from annotate.plans import Plans
+from annotate.screenshots import Screenshots
 from annotate.store import Store
 from annotate.web import create_app
 
@@ -95,6 +96,7 @@ MCP: dict[str, tuple[dict[str, Any], str]] = {
     "list_reviews": ({}, "Store.list_reviews"),
     "get_review": ({"id": "{rv}"}, "Store.get_review"),
     "show_annotation": ({"id": "{a}"}, "Store.show_annotation"),
+    "get_screenshot": ({"id": "{a}"}, "Screenshots.get"),
     # The review view in the chat (annotate/chatview.py): chat_api runs one REST route.
     "open_review": ({"pageUrl": "/guide/install/"}, "chat.open_review"),
     "chat_page": ({"pageUrl": "/guide/install/"}, "chat.page_view"),
@@ -134,6 +136,7 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
     "review": (["{rv}"], None, ("Store.get_review",)),
     "send": ([], None, ("Store.create_review",)),
     "show": (["{a}", "--wait", "0"], None, ("Store.show_annotation",)),
+    "screenshot": (["{a}", "--out", "{project}/shot.webp"], None, ("Screenshots.get",)),
     "setup": (["--command", "annotate"], None, ("agent_setup.install",)),
     "token": ([], None, ("tokens.read_token",)),
     "token add": (["ada"], None, ("Store.add_token",)),
@@ -173,7 +176,9 @@ ANCHOR = {
     "pageUrl": "/guide/install/",
     "text": "Install Run pip install mkdocs-annotate in a shell.",
 }
-REST: dict[tuple[str, str], tuple[dict[str, Any] | None, tuple[str, ...]]] = {
+# A note's screenshot (issue #30): a WebP file, sent as the body itself.
+SHOT = (Path(__file__).parent / "fixtures" / "screenshots" / "simple-lossy.webp").read_bytes()
+REST: dict[tuple[str, str], tuple[dict[str, Any] | bytes | None, tuple[str, ...]]] = {
     ("GET", "/annotations"): (None, ("Store.list_annotations",)),
     ("POST", "/annotations"): (text_note(), ("Store.add_annotation",)),
     ("GET", "/annotations/{a}"): (None, ("Store.get_annotation",)),
@@ -210,6 +215,13 @@ REST: dict[tuple[str, str], tuple[dict[str, Any] | None, tuple[str, ...]]] = {
     ("GET", "/changes?since=0"): (None, ("Store.changes",)),
     ("GET", "/summary"): (None, ("Store.summary",)),
     ("POST", "/shown"): ({"seq": "#{sh}", "viewer": "v1"}, ("Store.acknowledge_show",)),
+    ("GET", "/screenshots"): (None, ("Screenshots.list",)),
+    ("GET", "/annotations/{a}/screenshot"): (None, ("Screenshots.get",)),
+    ("PUT", "/annotations/{a}/screenshot"): (SHOT, ("Screenshots.attach",)),
+    ("DELETE", "/annotations/{a}/screenshot"): (None, ("Screenshots.delete",)),
+    ("GET", "/page-notes/{n}/screenshot"): (None, ("Screenshots.get",)),
+    ("PUT", "/page-notes/{n}/screenshot"): (SHOT, ("Screenshots.attach",)),
+    ("DELETE", "/page-notes/{n}/screenshot"): (None, ("Screenshots.delete",)),
 }
 
 
@@ -255,6 +267,8 @@ def made(tmp_path: Path) -> Iterator[dict[str, str]]:
         store.show_annotation(a, wait=0)
         sh = str(store.changes(0)[1])
         pl = store.plans.submit("agent:Plan", "# Plan\n\nDo it.\n").plan_id
+        store.screenshots.attach(a, SHOT)
+        store.screenshots.attach(n, SHOT)
     yield {
         "a": a,
         "b": b,
@@ -275,6 +289,9 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
         # `close` ends a handle (the tests' own `with`), it is no verb.
         if not name.startswith("_") and name != "close" and inspect.isfunction(value):
             monkeypatch.setattr(Store, name, found.wrap(f"Store.{name}", value))
+    for name, value in vars(Screenshots).items():  # store.screenshots (issue #30)
+        if not name.startswith("_") and inspect.isfunction(value):
+            monkeypatch.setattr(Screenshots, name, found.wrap(f"Screenshots.{name}", value))
     for name, (module, attr) in FUNCTIONS.items():
         monkeypatch.setattr(module, attr, found.wrap(name, getattr(module, attr)))
     return found
@@ -414,7 +431,11 @@ def test_api_route_makes_one_call(
         with TestClient(
             app, base_url="http://127.0.0.1:8000", headers={"X-Annotate-Token": TOKEN}
         ) as client:
-            response = client.request(method, url, json=_fill(body, made))
+            if isinstance(body, bytes):
+                headers = {"Content-Type": "image/webp"}
+                response = client.request(method, url, content=body, headers=headers)
+            else:
+                response = client.request(method, url, json=_fill(body, made))
     assert response.status_code < 300, response.text
     assert tuple(recorder.calls) == expected
 

@@ -505,6 +505,52 @@ class Api:
         )
         return JsonResponse({"history": [e.to_dict() for e in entries]})
 
+    # screenshots (issue #30): a note's WebP image, sent and answered as the image itself
+
+    async def get_screenshot(self, request: Request) -> Response:
+        _allow(request)
+        shot = await run_in_threadpool(
+            functools.partial(
+                self.store.screenshots.get, request.path_params["id"], kind=_kind(request)
+            )
+        )
+        # Untrusted bytes: never sniffed as anything but the image it says it is, nor cached.
+        return Response(
+            shot.data,
+            media_type="image/webp",
+            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
+        )
+
+    async def put_screenshot(self, request: Request) -> Response:
+        _allow(request)
+        shot = await self._write(
+            functools.partial(
+                self.store.screenshots.attach,
+                request.path_params["id"],
+                await request.body(),
+                kind=_kind(request),
+                by=_by(request),
+            )
+        )
+        return JsonResponse(shot.to_dict())
+
+    async def delete_screenshot(self, request: Request) -> Response:
+        _allow(request)
+        await self._write(
+            functools.partial(
+                self.store.screenshots.delete,
+                request.path_params["id"],
+                kind=_kind(request),
+                by=_by(request),
+            )
+        )
+        return Response(status_code=204)
+
+    async def list_screenshots(self, request: Request) -> Response:
+        _allow(request)
+        shots = await run_in_threadpool(self.store.screenshots.list)
+        return JsonResponse({"screenshots": [s.to_dict() for s in shots.values()]})
+
 
 def _api_routes(api: Api) -> list[Route]:
     """One route per path taking all of its methods, so that a 405 names them all in `Allow`."""
@@ -535,7 +581,14 @@ def _api_routes(api: Api) -> list[Route]:
         "/changes": {"GET": api.changes},
         "/shown": {"POST": api.shown},
         "/summary": {"GET": api.summary},
+        "/screenshots": {"GET": api.list_screenshots},
     }
+    for kind in ("/annotations", "/page-notes"):
+        table[f"{kind}{one}/screenshot"] = {
+            "GET": api.get_screenshot,
+            "PUT": api.put_screenshot,
+            "DELETE": api.delete_screenshot,
+        }
     return [
         Route(f"{API}{path}", _by_method(handlers), methods=list(handlers))
         for path, handlers in table.items()

@@ -898,6 +898,7 @@ def _paths() -> dict[str, Any]:
                 "show_annotation answers how many views sent one.",
             )
         },
+        **_screenshot_paths(),
         "/__annotate/api/summary": {
             "get": _op(
                 "Counts by status and anchor state",
@@ -909,6 +910,63 @@ def _paths() -> dict[str, Any]:
             )
         },
     }
+
+
+def _screenshot_paths() -> dict[str, Any]:
+    """A note's screenshot (issue #30, annotate/screenshots.py): sent and answered as the WebP
+    image itself, at most 1 MB; `/screenshots` lists which notes have one."""
+    info = _json(_ref("Screenshot"), "The screenshot's description.")
+    image = {
+        "description": "The WebP image.",
+        "content": {"image/webp": {"schema": {"type": "string", "format": "binary"}}},
+    }
+    ops = {
+        "get": _op("Get a note's screenshot", {200: image}, (*READ_ERRORS, 404), params=[ID_PARAM]),
+        "put": _op(
+            "Attach a screenshot to a note (replaces its screenshot)",
+            {200: info},
+            (*WRITE_ERRORS, 404),
+            params=[ID_PARAM],
+            body={
+                "required": True,
+                "description": "A WebP image (RIFF…WEBP, VP8/VP8L/VP8X), at most 1 MB.",
+                "content": {"image/webp": {"schema": {"type": "string", "format": "binary"}}},
+            },
+        ),
+        "delete": _op(
+            "Remove a note's screenshot",
+            {204: {"description": "Removed."}},
+            (*WRITE_ERRORS, 404),
+            params=[ID_PARAM],
+        ),
+    }
+    listing = _json(
+        _object({"screenshots": {"type": "array", "items": _ref("Screenshot")}}, ["screenshots"]),
+        "Every note's screenshot, described (no image).",
+    )
+    return {
+        "/__annotate/api/annotations/{id}/screenshot": ops,
+        "/__annotate/api/page-notes/{id}/screenshot": ops,
+        "/__annotate/api/screenshots": {
+            "get": _op("Which notes have a screenshot", {200: listing}, READ_ERRORS)
+        },
+    }
+
+
+SCREENSHOT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "noteId": {"type": "string"},
+        "mediaType": {"const": "image/webp"},
+        "width": {"type": "integer", "minimum": 1},
+        "height": {"type": "integer", "minimum": 1},
+        "size": {"type": "integer", "minimum": 1},
+        "createdAt": TIMESTAMP,
+        "author": {"type": ["string", "null"]},
+    },
+    "required": ["noteId", "mediaType", "width", "height", "size", "createdAt", "author"],
+    "additionalProperties": False,
+}
 
 
 def string_schema() -> dict[str, Any]:
@@ -928,7 +986,7 @@ def openapi(version: str) -> dict[str, Any]:
         },
         "paths": _paths(),
         "components": {
-            "schemas": _schemas(),
+            "schemas": {**_schemas(), "Screenshot": SCREENSHOT_SCHEMA},
             "securitySchemes": {
                 "token": {"type": "apiKey", "in": "header", "name": "X-Annotate-Token"}
             },

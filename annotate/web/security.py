@@ -14,7 +14,7 @@ route runs (tests/test_attack_http.py plays each attack against every route):
 4. the API route must exist (→ 404) and take the method (→ 405 with the route's `Allow`), checked
    before the body so that a `PUT` is told about the method, not its content type (issue #17);
 5. with `read_only`, every API write is refused → 405;
-6. request bodies must be `application/json` → 415, and are read with a size limit (1 MB; 8 MB
+6. request bodies must be `application/json` (a note's screenshot: `image/webp`) → 415, and are read with a size limit (1 MB; 8 MB
    for the anchor route) while they stream in, whatever `Content-Length` claims → 413.
 
 `CatchAll` turns any unexpected exception into a bare 500 `{error, code}`: no traceback ever leaves.
@@ -76,7 +76,8 @@ TOKEN_HEADER = "X-Annotate-Token"
 API_PREFIX = "/__annotate/api/"
 ANCHOR_PATH = API_PREFIX + "anchor"
 SHOWN_PATH = API_PREFIX + "shown"  # a view acknowledging show_annotation (issue #19)
-BODY_LIMIT = 1024 * 1024  # 1 MB (docs/http-api.md, "Conventions")
+BODY_LIMIT = 1024 * 1024  # 1 MB (docs/http-api.md, "Conventions"); a screenshot's limit too
+SCREENSHOT_SUFFIX = "/screenshot"
 ANCHOR_BODY_LIMIT = 8 * 1024 * 1024  # the anchor route carries a whole page's text
 # After refusing a body, keep reading (and dropping) up to this much so that the client, still
 # sending, reads our 413 instead of a reset connection; beyond it the connection is closed.
@@ -481,6 +482,16 @@ class Guard:
         if method in BODY_METHODS and (method != "DELETE" or _has_body(headers)):
             content_type = headers.get("content-type", "")
             media, _, params = content_type.partition(";")
+            if method == "PUT" and path.endswith(SCREENSHOT_SUFFIX):
+                # A note's screenshot is sent as the image (issue #30); not a "simple" request
+                # type either, so a cross-site page cannot send one without a preflight.
+                if media.strip().lower() == "image/webp":
+                    return None
+                return (
+                    415,
+                    UNSUPPORTED_MEDIA_TYPE,
+                    f"A screenshot is sent as image/webp, got {content_type or 'none'!r}",
+                )
             charset = params.strip().lower().replace(" ", "")
             if media.strip().lower() != "application/json" or charset not in (
                 "",

@@ -28,12 +28,17 @@ from .responses import NOT_FOUND, error_response
 __all__ = [
     "CONFIG_ID",
     "FRAME_HEADERS",
+    "OVERLAY_CHUNKS",
     "OVERLAY_SOURCES",
     "OVERLAY_URL",
     "OverlayAsset",
     "SiteFiles",
+    "chunk_function",
+    "chunk_preamble",
     "find_overlay_dir",
     "inject",
+    "inline_chunks",
+    "join_chunk",
     "join_overlay",
     "minify_css",
     "overlay_asset",
@@ -261,12 +266,21 @@ OVERLAY_SOURCES = (
     "elements.js",
     "state.js",
     "shell.js",
+    "chunks.js",
     "highlights.js",
     "popup.js",
-    "panel.js",
     "feed.js",
     "start.js",
 )
+# What a page loads only when first used (issue #31: the first load stays within its budget):
+# `NAME.js`, joined from these sources (`vendor/` files are third-party builds, each kept in a
+# scope of its own). A chunk is a function of the first load's names (`chunks.js` fetches it
+# through the same route and passes them), and hands back its names the first load refers to.
+OVERLAY_CHUNKS: dict[str, tuple[str, ...]] = {
+    "panel": ("panel.js",),
+    # snapdom (MIT, its license beside it): chosen by size and fidelity, docs/overlay.md.
+    "capture": ("vendor/snapdom.js", "capture.js"),
+}
 SHADOW_CSS = "shadow.css"
 
 
@@ -276,7 +290,13 @@ def overlay_asset(overlay: Path, name: str) -> OverlayAsset | None:
     Made again when one of its sources changes (their paths, times and sizes are the cache key).
     """
     if name == "annotate.js":
-        paths = [overlay / "src" / n for n in (SHADOW_CSS, *OVERLAY_SOURCES)]
+        # Every chunk's sources too: the first load names each chunk's version and its names.
+        # (An overlay folder without them, e.g. a reduced one in a test, has no chunks.)
+        chunked = [n for c in _present(overlay / "src") for n in OVERLAY_CHUNKS[c]]
+        paths = [overlay / "src" / n for n in (SHADOW_CSS, *OVERLAY_SOURCES, *chunked)]
+    elif name.endswith(".js") and name[:-3] in OVERLAY_CHUNKS:
+        # The first load's sources too: which of their names the chunk gets depends on them.
+        paths = [overlay / "src" / n for n in (*OVERLAY_SOURCES, *OVERLAY_CHUNKS[name[:-3]])]
     elif name == "annotate.css":
         paths = [overlay / name]
     else:
@@ -291,12 +311,118 @@ def overlay_asset(overlay: Path, name: str) -> OverlayAsset | None:
 
 
 def join_overlay(paths: Iterable[Path]) -> str:
-    """The overlay's script: the shadow stylesheet and the sources in one closure (an IIFE), so
-    nothing it declares reaches the page's globals."""
+    """The overlay's first load: the shadow stylesheet and the sources in one closure (an IIFE),
+    so nothing it declares reaches the page's globals; first in it, what its chunks need."""
     css, *scripts = paths
-    parts = [f"const SHADOW_CSS = {json.dumps(minify_css(css.read_text('utf-8')))};"]
-    parts += [p.read_text("utf-8") for p in scripts]
+    src = css.parent
+    versions = {name: _etag(join_chunk(name, src)) for name in _present(src)}
+    parts = [
+        f"const SHADOW_CSS = {json.dumps(minify_css(css.read_text('utf-8')))};",
+        *(chunk_preamble(src, json.dumps(versions)) if versions else ()),
+        *(p.read_text("utf-8") for p in scripts if p.name in OVERLAY_SOURCES),
+    ]
     return '(() => {\n"use strict";\n' + "\n".join(parts) + "\n})();\n"
+
+
+def _present(src: Path) -> list[str]:
+    """The chunks whose every source is in `src`."""
+    return [n for n, files in OVERLAY_CHUNKS.items() if all((src / f).is_file() for f in files)]
+
+
+def chunk_preamble(src: Path, chunks: str) -> list[str]:
+    """What `chunks.js` needs, before any source runs (a page restored with its panel open loads
+    it at once): `CHUNKS` (`chunks`: each chunk's version, or, in the chat view, which makes no
+    request, each chunk's function) and `chunkScope()`, the first load's names the chunks use."""
+    core = _core(src)
+    used: set[str] = set()
+    for files in OVERLAY_CHUNKS.values():
+        own = _own_code([src / n for n in files])
+        used |= (_top_level(core, lets=False) & _names(own)) - _top_level(own)
+    return [
+        f"const CHUNKS = {chunks};",
+        f"const chunkScope = () => ({{{','.join(sorted(used))}}});",
+    ]
+
+
+def inline_chunks(src: Path) -> str:
+    """The chunks as functions, by name (a JS object): `CHUNKS` for the chat view. Not those with
+    a third-party build (the screenshot's): the view stays small, and offers no screenshots."""
+    names = [n for n, files in OVERLAY_CHUNKS.items() if not any("/" in f for f in files)]
+    return "{" + ",".join(f"{json.dumps(n)}: {chunk_function(n, src)}" for n in names) + "}"
+
+
+_DECLARED = re.compile(r"^(?:async\s+)?(?:function\*?|const|let|class)\s+(\w+)", re.M)
+_LET = re.compile(r"^let\s+(\w+)", re.M)
+# A word not after a `.` (a property), but after `...` (a spread) it is a name.
+_WORD = re.compile(r"(?<![\w$])(?:(?<=\.\.\.)|(?<!\.))[A-Za-z_$][\w$]*")
+
+
+def _core(src: Path) -> str:
+    return "\n".join((src / n).read_text("utf-8") for n in OVERLAY_SOURCES)
+
+
+def _top_level(code: str, *, lets: bool = True) -> set[str]:
+    """The names `code` declares at its top level (our sources start those lines at column 0).
+    `lets=False`: without the `let`s, which a chunk cannot share (it would keep their value)."""
+    names = set(_DECLARED.findall(code))
+    return names if lets else names - set(_LET.findall(code))
+
+
+def _names(code: str) -> set[str]:
+    # Every word that is not a property: a superset of the names used is enough (only those
+    # the other side declares are passed).
+    return set(_WORD.findall(code))
+
+
+def _own_code(paths: Iterable[Path]) -> str:
+    """A chunk's own sources (third-party `vendor/` files left out: they share no names)."""
+    return "\n".join(p.read_text("utf-8") for p in paths if p.parent.name != "vendor")
+
+
+def _vendored(path: Path) -> str:
+    """A third-party build in a scope of its own, as `vendor_NAME` (its file name, `-` and `.`
+    as `_`): a UMD build takes its CommonJS branch; one that sets `window.NAME` (its file name)
+    has that global taken back at once. Its license (`NAME.LICENSE` beside it) goes first, as a
+    comment the minifier keeps."""
+    name = re.sub(r"\W", "_", path.stem)
+    license_file = path.with_suffix(".LICENSE")
+    notice = ""
+    if license_file.is_file():
+        text = license_file.read_text("utf-8").replace("*/", "* /")
+        notice = f"/*! {path.name} (vendored): {text.strip()} */\n"
+    return (
+        f"{notice}const vendor_{name} = (() => {{ const module = {{ exports: {{}} }}, "
+        f"exports = module.exports;\n{path.read_text('utf-8')}\n;"
+        f"const set = window[{json.dumps(path.stem)}]; delete window[{json.dumps(path.stem)}];"
+        f" return set || module.exports; }})();"
+    )
+
+
+def chunk_function(name: str, src: Path) -> str:
+    """The chunk `name` as a function of the first load's names it uses (`$`), returning its own
+    top-level names (a `let` as a getter, so that its current value is read)."""
+    own_paths = [src / n for n in OVERLAY_CHUNKS[name]]
+    core, own = _core(src), _own_code(own_paths)
+    mine = _top_level(own)
+    needed = sorted((_top_level(core, lets=False) & _names(own)) - mine)
+    lets = set(_LET.findall(own))
+    wanted = sorted(mine)  # all: the first load and other chunks call them as `chunk(…).then`
+    out = ",".join(f"get {n}() {{ return {n}; }}" if n in lets else n for n in wanted)
+    body = [_vendored(p) if p.parent.name == "vendor" else p.read_text("utf-8") for p in own_paths]
+    return (
+        f'function ($) {{\n"use strict";\nconst {{ {", ".join(needed)} }} = $;\n'
+        + "\n".join(body)
+        + f"\nreturn {{ {out} }};\n}}"
+    )
+
+
+def join_chunk(name: str, src: Path) -> str:
+    """The chunk `name` as served: a call to the first load's `annotateOverlay.chunk`."""
+    return f"annotateOverlay.chunk({json.dumps(name)}, {chunk_function(name, src)});\n"
+
+
+def _etag(text: str) -> str:
+    return hashlib.sha256(rjsmin.jsmin(text, keep_bang_comments=True).encode()).hexdigest()[:32]
 
 
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -321,11 +447,14 @@ def _asset(name: str, key: tuple[tuple[Path, int, int], ...]) -> OverlayAsset:
     media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
     if media_type == "text/javascript":
         # Comments and indentation are a fifth of the gzipped size (benchmarks/overlay.py).
-        text = rjsmin.jsmin(join_overlay(paths), keep_bang_comments=True)
+        joined = (
+            join_overlay(paths) if name == "annotate.js" else join_chunk(name[:-3], paths[0].parent)
+        )
+        text = rjsmin.jsmin(joined, keep_bang_comments=True)
     else:
         text = minify_css(paths[0].read_text("utf-8"))
     body = text.encode("utf-8")
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'  # as _etag: CHUNKS pins chunks by it
     return OverlayAsset(body, gzip.compress(body, 9, mtime=0), etag, media_type)
 
 

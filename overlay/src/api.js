@@ -5,8 +5,10 @@ async function api(method, path, body, signal) {
   // Team mode has no token: the browser's sign-in cookie (or the SSO proxy) names the person.
   const init = { method, headers: cfg.token ? { [TOKEN_HEADER]: cfg.token } : {}, cache: "no-store", signal };
   if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
+    // A Blob (a screenshot) is sent as itself, with its type.
+    const raw = body instanceof Blob;
+    init.headers["Content-Type"] = raw ? body.type : "application/json";
+    init.body = raw ? body : JSON.stringify(body);
   }
   let res;
   try {

@@ -92,17 +92,29 @@ function pointAt(item) {
   let at =
     pageAnnotations(item.type).includes(item) &&
     (item.type === "element" ? findElement(item.elementSelector) : textRange(item));
-  if (at) show(item);
-  else {
-    const opening = !S.open;
-    session.set("panel", true);
-    session.set("tab", "page");
-    if (!visible([item]).length) filter.value = S.filter = "all";
-    set("panel view active", { open: true, tab: "page", drawn: LIST_STEP, active: item.id });
-    if (opening) sync(); // what only an open panel loads (as setPanel, without taking the focus)
-    at = rows.get(item.id);
-    at?.scrollIntoView({ block: "nearest" });
+  if (at) {
+    show(item);
+    flash(at);
   }
+  // The panel's code first (it loads on first use): its row is what is shown.
+  else
+    chunk("panel").then(
+      (p) => {
+        const opening = !S.open;
+        session.set("panel", true);
+        session.set("tab", "page");
+        if (!visible([item]).length) p.filter.value = S.filter = "all";
+        set("panel view active", { open: true, tab: "page", drawn: LIST_STEP, active: item.id });
+        if (opening) sync(); // what only an open panel loads (as setPanel, without taking the focus)
+        at = p.rows.get(item.id);
+        at?.scrollIntoView({ block: "nearest" });
+        flash(at);
+      },
+      () => {}
+    );
+}
+
+function flash(at) {
   if (!at) return;
   ring.hidden = true;
   place(ring, at.getBoundingClientRect(), 4);

@@ -125,6 +125,8 @@ function actions(item) {
     "div",
     { class: "actions" },
     button("Reply", open("reply")),
+    // Issue #30: a screenshot of its passage or element, after the fact.
+    !READ_ONLY && canShoot() && button("Screenshot", () => chunk("capture").then((c) => c.attachShot(item))),
     item.status !== "resolved" && [
       button("Accept", () => change("Accepting", route(item) + "/status", { action: "accept" })),
       button("Ask agent now", () => sendReview({ mode: "review", ids: [item.id] }))
@@ -276,11 +278,9 @@ panel.append(
   ])
 );
 
-// The toggle's count, the tabs' counts and which tab is selected.
+// The tabs' counts and which tab is selected (the toggle's count: shell.js).
 function renderCounts() {
   const n = unresolved([...S.notes, ...S.items]);
-  toggleCount.textContent = n ? String(n) : "";
-  toggle.setAttribute("aria-expanded", String(S.open));
   panel.hidden = !S.open;
   offlineBadge.hidden = !S.offline;
   const all = S.all ? unresolved([...S.all.pageNotes, ...S.all.annotations]) : (S.allCount ?? n);

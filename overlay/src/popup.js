@@ -59,6 +59,7 @@ function openPopup(draft) {
   });
   const suggestionRow = field("annotate-suggestion", "Suggestion", suggestion);
   const error = h("p", { class: "error", role: "alert" });
+  const shotStatus = h("span", { class: "shot", role: "status" });
   const saveDraft = () => {
     suggestionRow.hidden = !(intent.value === "replace" || intent.value === "insert");
     Object.assign(draft, { note: note.value, intent: intent.value, suggestion: suggestion.value });
@@ -70,6 +71,8 @@ function openPopup(draft) {
     { class: "row" },
     button("Save", () => save(draft, error), "primary"),
     button("Cancel", () => closePopup(true)),
+    canShoot() && button("Attach screenshot", () => takeShot(draft, shotStatus)),
+    shotStatus,
     editing &&
       button("Delete", () => {
         row.replaceChildren(...confirmDelete(draft.item, () => closePopup(true)));
@@ -96,18 +99,28 @@ function openPopup(draft) {
 
 const intact = (t) => textMap().text.slice(t.start, t.end) === t.exact;
 
-function targetRect() {
+// The popup's passage (a Range) or element, or null.
+function popupTarget() {
   const t = popupAt.target;
   // A new note's draft (perhaps restored after a reload) only if the text is still there.
-  return (
-    t.kind === "element"
-      ? findElement(t.element)
-      : popupAt.id
-        ? textRange(popupAt)
-        : intact(t)
-          ? rangeOf(textMap(), t.start, t.end)
-          : null
-  )?.getBoundingClientRect();
+  return t.kind === "element"
+    ? findElement(t.element)
+    : popupAt.id
+      ? textRange(popupAt)
+      : intact(t)
+        ? rangeOf(textMap(), t.start, t.end)
+        : null;
+}
+const targetRect = () => popupTarget()?.getBoundingClientRect();
+
+// "Attach screenshot": taken now (the capture's code loads on first use), sent with the note.
+async function takeShot(draft, status) {
+  const target = popupTarget();
+  if (!target) return toast("The page no longer shows this passage", true);
+  status.textContent = "Taking a screenshot…";
+  const shot = await act("Screenshot", async () => (await chunk("capture")).capture(target));
+  draft.shot = shot || draft.shot;
+  status.textContent = draft.shot ? `Screenshot attached (${Math.ceil(draft.shot.size / 1024)} kB)` : "";
 }
 
 // Below the target, above when there is no room, always inside the viewport.
@@ -172,6 +185,8 @@ async function save(draft, error) {
       }
       item = await api("POST", "annotations", body);
     }
+    // A draft restored after a reload has lost its picture (sessionStorage keeps text only).
+    if (draft.shot instanceof Blob) await (await chunk("capture")).attachShot(item, draft.shot);
     // A new text note is where it was selected, until the server has located it.
     upsert(item, !draft.id && t.kind === "text" && intact(t) && { start: t.start, end: t.end, map: textMap() });
     closePopup(true);

@@ -24,6 +24,13 @@ const live = h("div", { class: "sr", role: "status", "aria-live": "polite" });
 const panel = h("aside", { id: "annotate-panel", class: "panel", "aria-label": "Review notes", hidden: true });
 root.append(boxes, outline, adder, popup, panel, toggle, toasts, live);
 
+// The toggle's count of notes not resolved on this page, drawn before the panel ever loads.
+on("notes page panel", () => {
+  const n = unresolved([...S.notes, ...S.items]);
+  toggleCount.textContent = n ? String(n) : "";
+  toggle.setAttribute("aria-expanded", String(S.open));
+});
+
 function toast(message, error) {
   const t = h("div", { class: "toast" + (error ? " error" : ""), role: error ? "alert" : "status" }, message);
   toasts.append(t);

@@ -89,6 +89,12 @@ function onPointerUp(e) {
 
 function start() {
   document.body.append(host);
+  // A page restored with its panel open (sessionStorage) draws it once its code is there.
+  if (S.open)
+    chunk("panel").then(
+      () => set("panel", {}),
+      () => {}
+    );
   applyTheme();
   new MutationObserver(applyTheme).observe(document.body, {
     attributes: true,
@@ -136,7 +142,8 @@ if (cfg.token || cfg.person) {
   window.annotateOverlay = {
     version: cfg.version || "",
     refresh: () => startPage(true),
-    pageText: () => textMap().text
+    pageText: () => textMap().text,
+    chunk: chunkLoaded
   };
   // After the page's own `load` and its handlers (a task of its own): the overlay's first
   // requests and its page-text walk must not hold back the page (benchmarks/proxy.py compares

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 import annotate
 
@@ -186,3 +186,19 @@ def test_review_loop_through_the_proxy(page: Page, dev: DevProxy, console: Conso
         assert time.monotonic() < deadline, note.source
         time.sleep(0.1)
     assert note.status == "addressed"
+
+    # What loads on first use comes through the proxy too (issue #31): the panel's code, then
+    # the screenshot's, which pictures the note's passage for the store (issue #30).
+    page.get_by_role("button", name="Review panel").click()
+    row = page.locator("#annotate-list li").filter(has_text="Name the keepers.")
+    row.get_by_role("button", name="Screenshot").click()
+    expect(page.locator("#annotate-host .toast").last).to_contain_text("Screenshot attached")
+    loaded = page.evaluate(
+        "() => performance.getEntriesByType('resource').map((e) => new URL(e.name))"
+        ".filter((u) => u.pathname.startsWith('/__annotate/overlay/')).map((u) => u.origin + u.pathname)"
+    )
+    assert {
+        f"{dev.url.rstrip('/')}/__annotate/overlay/{n}.js" for n in ("panel", "capture")
+    } <= set(loaded)
+    with annotate.open(dev.project) as store:
+        assert list(store.screenshots.list()) == [note.id]
