@@ -672,7 +672,9 @@ async def test_missing_project_is_an_error(tmp_path: Path) -> None:
 
 # -- issue #27 item 2: the tool list and answers an agent pays for ------------------------------
 
-TOOL_LIST_LIMIT = 10_000  # characters of the tools/list result for a terminal agent
+# Characters of the tools/list result for a terminal agent: 10,000 for issue #27's 15 tools; issue
+# #29's request_review (484) and issue #30's get_screenshot (488) brought it to 10,483.
+TOOL_LIST_LIMIT = 10_500
 
 
 def listing_chars(tools: list[Any]) -> int:
