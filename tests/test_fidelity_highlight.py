@@ -6,6 +6,7 @@ old neighbours stayed."""
 from __future__ import annotations
 
 from annotate.anchoring import PageIndex, build_selector, locate, locate_many
+from annotate.sourcemap import locate_in_markdown, project_markdown
 
 # A page of a site whose HTML is minified (Material's docs): the theme's spaces, the h1, then the
 # first paragraph, its Markdown line break now a space; the overlay's selection of its first line.
@@ -89,3 +90,30 @@ def test_a_long_passage_moved_far_and_edited_is_found_though_its_neighbours_stay
     at = new.index(moved)
     for row in spans(new, [selector]):
         assert row[0] is not None and abs(row[0][0] - at) <= 10
+
+
+CALLOUT = """\
+# Recipes
+
+On this page you will find recipes, tips and tricks for the plugin and for Markdown.
+
+## Automatic code reference pages
+
+TIP: **[autoapi](https://example.org/autoapi) and its friends write the API pages for you.**
+
+The plugin inserts documentation for any object into Markdown pages.
+"""
+
+
+def test_a_callout_titled_by_bold_words_is_projected_without_its_kind() -> None:
+    # markdown-callouts shows `TIP: **Title.**` as the title alone: "TIP:" stood in the Markdown's
+    # text between a reworded heading and its suffix, and the heading's note took its line.
+    assert "TIP" not in project_markdown(CALLOUT).text
+    selector = {
+        "exact": "Automatic code reference pages",
+        "prefix": "for the plugin and for Markdown.\n",
+        "suffix": "\n\nautoapi and its friends write ",
+    }
+    edited = CALLOUT.replace("code reference pages", "code revised pages")
+    match = locate_in_markdown(edited, **selector, hint_line=5, in_code=False, occurrence=0)
+    assert match is not None and (match.line_start, match.line_end) == (5, 5)
