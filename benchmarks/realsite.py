@@ -1,7 +1,7 @@
 """Source fidelity on a real MkDocs site (issue #13): every note on the right lines, through edits.
 
     .venv/bin/python benchmarks/realsite.py SITE_DIR [--config mkdocs.yml] [--mkdocs PATH]
-        [--per-kind 2] [--max-pages 80] [--generator zensical --zensical PATH]
+        [--per-kind 2] [--max-pages 80] [--generator zensical --zensical PATH] [--commit SHA]
 
 SITE_DIR is a checkout of someone else's documentation (never committed here). The site is copied
 to a temp folder, the `annotate` plugin is added to its config, and `mkdocs serve` (from
@@ -314,6 +314,9 @@ class PlainMarkdown:
         for m in _MARKUP.finditer(md) if strip else ():
             if not fenced[_line(md, m.start()) - 1]:
                 dropped[m.start() : m.end()] = b"\1" * (m.end() - m.start())
+        if md.startswith("---\n") and (close := md.find("\n---", 3)) != -1:
+            # Front matter: no page shows it ("title: Code of Conduct" above a snippet include).
+            dropped[: close + 4] = b"\1" * (close + 4)
         offsets = [i for i, gone in enumerate(dropped) if not gone]
         return cls(md, "".join(md[i] for i in offsets), offsets, fenced)
 
@@ -1193,10 +1196,12 @@ def main() -> None:
         help="build with `mkdocs serve` and the plugin (default) or `zensical build`",
     )
     parser.add_argument("--zensical", default="zensical", help="the zensical executable")
+    parser.add_argument("--commit", help="the site's commit, where SITE is no git checkout")
     args = parser.parse_args()
     site = args.site.resolve()
     commit = (
-        subprocess.run(
+        args.commit
+        or subprocess.run(
             ["git", "-C", str(site), "rev-parse", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
         or "unknown commit"
