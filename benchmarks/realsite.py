@@ -831,7 +831,9 @@ def edit(lines: list[str], at: int, p: Passage) -> None:
         words = p.exact.split()
         if len(words) >= 4:
             run = " ".join(words[len(words) // 2 - 1 : len(words) // 2 + 1])
-            if line.count(run) == 1:
+            # A continuation line starting "- " or "1. " is a list of its own: not a reflow.
+            starts_block = re.match(r"(?:[-*+>#]|\d+[.)])(?:\s|$)", run.split(" ", 1)[1])
+            if line.count(run) == 1 and not starts_block:
                 marker = re.match(r"\s*(?:[-*+]|\d+\.)\s+|\s*", line).group()  # type: ignore[union-attr]
                 cont = " " * len(marker) if marker.strip() else indent
                 a, b = run.split(" ", 1)
