@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import re
+import sys
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
@@ -83,7 +84,7 @@ class Anchors:
         selectors = [Selector(*row[1:]) for row in rows]
         # The overlay's offsets count UTF-16 units (a JavaScript string's), the text's here code
         # points: past an emoji ("📁 docs/") they differ by one per such character.
-        astral = [] if text.isascii() else [m.start() for m in _ASTRAL.finditer(text)]
+        astral = _astral(text)
         if astral:
             units = [at + k for k, at in enumerate(astral)]  # each one's offset in UTF-16 units
             selectors = [
@@ -115,3 +116,12 @@ def _points(offset: int | None, units: list[int]) -> int | None:
     """A UTF-16 offset into the text as an offset in code points (`units`: where each character
     outside the BMP starts, in UTF-16 units)."""
     return None if offset is None else offset - bisect_left(units, offset)
+
+
+def _astral(text: str) -> list[int]:
+    """Where the characters outside the BMP are in `text` (usually nowhere)."""
+    # CPython keeps a str with such a character at 4 bytes a character (PEP 393), one without at
+    # 1 or 2: a page of 150 kB is told apart without a scan.
+    if text.isascii() or (len(text) > 100 and sys.getsizeof(text) < 3 * len(text)):
+        return []
+    return [m.start() for m in _ASTRAL.finditer(text)]
