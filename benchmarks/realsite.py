@@ -333,10 +333,15 @@ class PlainMarkdown:
 
 
 def window_lines(
-    plain: PlainMarkdown, words: list[str], in_code: bool, *, from_end: bool
+    plain: PlainMarkdown,
+    words: list[str],
+    in_code: bool,
+    *,
+    from_end: bool,
+    within: tuple[int, int] | None = None,
 ) -> tuple[int, int, int]:
     """(line of the earliest/latest run of 3-5 of `words` found once among lines of the kind,
-    index of that run's first word, its length), or (0, -1, 0)."""
+    or once `within` those lines, index of that run's first word, its length), or (0, -1, 0)."""
     for k in (5, 4, 3):
         order = range(len(words) - k, -1, -1) if from_end else range(len(words) - k + 1)
         for i in order:
@@ -344,6 +349,8 @@ def window_lines(
             if sum(len(w) for w in run) < 10:
                 continue
             hits = plain.hits(run, in_code, at_end=from_end)
+            if within is not None:
+                hits = [h for h in hits if within[0] <= h <= within[1]]
             if len(hits) == 1:
                 return hits[0], i, k
     return 0, -1, 0
@@ -360,7 +367,10 @@ def expected_text_lines(
     # Markup dropped, else as written (a quote of code-like text: "default is []").
     for plain in (PlainMarkdown.of(md), PlainMarkdown.of(md, strip=False)):
         first, i, _ = window_lines(plain, words, in_code, from_end=False)
-        last, j, k = window_lines(plain, words, in_code, from_end=True)
+        # The quote's last words may repeat elsewhere in the file ("the latest version of
+        # Material for MkDocs"): once within as many lines after its first as it has words.
+        within = (first, first + len(words)) if first else None
+        last, j, k = window_lines(plain, words, in_code, from_end=True, within=within)
         if first and last and last >= first:
             return (first, last), (i > 0, j + k < len(words))
     return None
