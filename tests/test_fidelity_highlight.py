@@ -43,6 +43,23 @@ def test_a_first_paragraphs_note_keeps_its_whole_highlight_after_an_insert_above
         assert spans(edited, [selector]) == [[(at, at + len(QUOTE))]] * 3
 
 
+def test_two_notes_on_a_first_paragraph_keep_their_whole_highlights_after_inserts() -> None:
+    # Two notes on one paragraph (a sentence and its first words), a paragraph inserted under
+    # the h1 and another just above: the second note, placed where the first moved, took an
+    # approximate match starting 11 characters into its words (Material's admonitions page).
+    start = PAGE.index(QUOTE)
+    short = QUOTE[:61]
+    selectors = [
+        build_selector(PAGE, start, start + len(QUOTE)),
+        build_selector(PAGE, start, start + len(short)),
+    ]
+    edited = PAGE.replace("Images ", "Images " + INSERTED + "An agent added this one just above. ")
+    at = edited.index(QUOTE)
+    for order in (selectors, selectors[::-1]):
+        for row in spans(edited, order):
+            assert sorted(row) == [(at, at + len(short)), (at, at + len(QUOTE))]
+
+
 def paragraph(n: int) -> str:
     """A paragraph of about 400 characters, its words its own."""
     words = " ".join(f"w{n}x{k}" for k in range(60))

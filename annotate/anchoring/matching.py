@@ -344,17 +344,12 @@ def _fuzzy_step(
 ) -> list[_Candidate]:
     """The exact hits plus the approximate matches found in the candidate windows (`expected`:
     where the quote should start now, `between`: the range its neighbours allow, `_approximate`)."""
-    exact = [(c.start, c.end) for c in candidates]
     candidates = list(candidates)
     # `windows` does not use the pairs found more than MAX_POSTINGS times.
     postings = index.lookup((key for key, _ in anchors), MAX_POSTINGS)
     for window in approximate.windows(query, anchors, postings, len(index.text)):
         candidate = _approximate(index, query, window, expected, between)
-        # A span overlapping a hit of the quote letter for letter is that hit, cut short (its
-        # context, edited above it, framed a part of it): the page's highlight must not shrink.
-        if candidate is not None and not any(
-            candidate.start < end and start < candidate.end for start, end in exact
-        ):
+        if candidate is not None:
             candidates.append(candidate)
     return candidates
 
@@ -673,6 +668,16 @@ def _choose(
         return None, False
     if len(candidates) == 1:  # the common case, without the ranking below
         return candidates[0], False
+    hits = [(c.start, c.end) for c in candidates if c.method != "fuzzy"]
+    if hits and len(hits) < len(candidates):
+        # An approximate match overlapping a hit of the quote letter for letter is that hit, cut
+        # short (its context, edited above it, framed a part of it): the page's highlight must
+        # not shrink to it (a first paragraph's note after a paragraph inserted under the h1).
+        candidates = [
+            c
+            for c in candidates
+            if c.method != "fuzzy" or not any(c.start < e and s < c.end for s, e in hits)
+        ]
     if isinstance(expected, int):
         expected = (expected, expected, expected)
     top = max(candidate.score for candidate in candidates)
