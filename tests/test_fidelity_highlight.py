@@ -134,3 +134,30 @@ def test_a_callout_titled_by_bold_words_is_projected_without_its_kind() -> None:
     edited = CALLOUT.replace("code reference pages", "code revised pages")
     match = locate_in_markdown(edited, **selector, hint_line=5, in_code=False, occurrence=0)
     assert match is not None and (match.line_start, match.line_end) == (5, 5)
+
+
+# A reference page: a code block shows an example's Markdown (its definition's continuation line
+# indented), then the rendered result; the theme's spaces around the term, which fills the rest of
+# the stored prefix.
+SENTENCE = "Keep your lantern lit at dusk. Fold the maps before rain. Carry spare wicks for the"
+EXAMPLE = (
+    "Definition lists pair a term with its description, as shown here.\n"
+    "`Lantern care for the night`\n\n:   Keep your lantern lit at dusk. Fold the maps before rain. Carry spare\n"
+    "    wicks for the night walk, and oil for the return.\n\n"
+    "`Map reading`\n\n:   Hold the map level and north up.\n"
+    f"   Lantern care for the night  {SENTENCE} night walk, and oil for the return.\n"
+    "   Map reading  Hold the map level and north up.\n"
+)
+
+
+def test_a_reworded_example_result_keeps_its_note_beside_its_markdown_in_a_code_block() -> None:
+    # The note is on the rendered result; a word of it is reworded, the code block above keeps
+    # the old words in the same frame (the term before, "night walk" after). The frame
+    # standing there read as the passage rewritten past recognition, and the note, framed whole
+    # on both sides where it was, went unanchored on the page (Material's reference/lists page).
+    start = EXAMPLE.index(SENTENCE)
+    selector = build_selector(EXAMPLE, start, start + len(SENTENCE))
+    revised = SENTENCE.replace("Fold", "Stow")
+    edited = EXAMPLE.replace(f"night  {SENTENCE}", f"night  {revised}")
+    at = edited.index(revised)
+    assert spans(edited, [selector]) == [[(at, at + len(revised))]] * 3

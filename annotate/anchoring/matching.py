@@ -494,12 +494,16 @@ def _frames(
     # A long passage this like the quote, a side of its context whole next to it, is the
     # passage moved, whatever its old neighbours say: a deleted passage has no such look-alike.
     long_and_close = size >= SIBLING_MAX_QUOTE and similarity >= MIN_SIMILARITY_ANY_EDIT
+    # Both sides of the context whole around it where the quote should be: the passage itself,
+    # though the same frame stands around a copy nearby (a rendered example's sentence, the
+    # code block above it showing its Markdown, Material's reference/lists page).
+    in_place = near and frame == (WHOLE, WHOLE)
     if (
         not (long_and_close and whole)
         and context_elsewhere(
             text, len(query.quote), query.prefix, query.suffix, query.start, *ends
         )
-    ) or _frame_stands_elsewhere(text, query, expected, *ends):
+    ) or (not in_place and _frame_stands_elsewhere(text, query, expected, *ends)):
         return None
     return bool(whole)
 
