@@ -36,6 +36,9 @@ TAB_TAG = "annotate-tab"
 NEW_TAB_GROUP = "annotate-new-group"  # `===!` starts a new set of tabs
 # A table's delimiter row (`| --- | :-: |`); the `|` tells it from a rule or a setext underline.
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+# A callout (markdown-callouts) titled by its bold first words: `TIP: **Title.** Body` shows
+# "Title" and the body, not its kind (issue #26).
+_CALLOUT_TITLED = re.compile(r"^( {0,3}(?:> ?)*)[A-Z]{2,}: (?=\*\*)")
 FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 NEWLINES = re.compile(r"\r\n?")
 _NEWLINE = re.compile("\n")
@@ -150,6 +153,8 @@ def _for_parsing(source: str) -> str:
             fence, in_table = marker.group(1), False
         elif tab := _TAB_LINE.match(line):
             lines[n] = _tab_as_admonition(tab)
+        elif (callout := _CALLOUT_TITLED.match(line)) and (n == 0 or not lines[n - 1].strip()):
+            lines[n] = callout.group(1) + line[callout.end() :]
         elif not line.strip():
             in_table = False
         elif "|" in line and n > 0 and _TABLE_DELIMITER.match(line) and "|" in lines[n - 1]:

@@ -1,7 +1,7 @@
 """Source fidelity on a real MkDocs site (issue #13): every note on the right lines, through edits.
 
     .venv/bin/python benchmarks/realsite.py SITE_DIR [--config mkdocs.yml] [--mkdocs PATH]
-        [--per-kind 2] [--max-pages 80] [--generator zensical --zensical PATH]
+        [--per-kind 2] [--max-pages 80] [--generator zensical --zensical PATH] [--commit SHA]
 
 SITE_DIR is a checkout of someone else's documentation (never committed here). The site is copied
 to a temp folder, the `annotate` plugin is added to its config, and `mkdocs serve` (from
@@ -290,25 +290,70 @@ def _line(md: str, offset: int) -> int:
     return md.count("\n", 0, offset) + 1
 
 
-def window_lines(md: str, words: list[str], in_code: bool, *, from_end: bool) -> tuple[int, int]:
+# Inline markup a reader does not see, outside fences: a link's target or reference label, its
+# brackets, backticks, emphasis stars, and the block-quote markers that start the lines of MkDocs'
+# `> ` callouts. A page's words wrapped across `[Index\npages](#index-pages)` or `have\n> Python`
+# sit on both lines; dropped from the search, they are placed there too.
+_MARKUP = re.compile(r"\]\([^)\s]*\)|\]\[[^\]\n]*\]|[\[\]`*]|^[ \t]*(?:>[ \t]?)+", re.M)
+
+
+@dataclass
+class PlainMarkdown:
+    """The Markdown without the inline markup outside fences (`_MARKUP`), each character's
+    offset in the Markdown, and each Markdown line's fencing."""
+
+    md: str
+    text: str
+    offsets: list[int]
+    fenced: list[bool]
+
+    @classmethod
+    def of(cls, md: str, *, strip: bool = True) -> PlainMarkdown:
+        fenced = fenced_lines(md)
+        dropped = bytearray(len(md))
+        for m in _MARKUP.finditer(md) if strip else ():
+            if not fenced[_line(md, m.start()) - 1]:
+                dropped[m.start() : m.end()] = b"\1" * (m.end() - m.start())
+        if md.startswith("---\n") and (close := md.find("\n---", 3)) != -1:
+            # Front matter: no page shows it ("title: Code of Conduct" above a snippet include).
+            dropped[: close + 4] = b"\1" * (close + 4)
+        offsets = [i for i, gone in enumerate(dropped) if not gone]
+        return cls(md, "".join(md[i] for i in offsets), offsets, fenced)
+
+    def hits(self, run: list[str], in_code: bool, *, at_end: bool) -> list[int]:
+        """The Markdown lines of the first (or last) word of each occurrence of `run` among
+        lines of the kind."""
+        pattern = r"\s+".join(map(re.escape, run))
+        out = []
+        for m in re.finditer(pattern, self.text):
+            first = _line(self.md, self.offsets[m.start()])
+            if self.fenced[first - 1] == in_code:
+                out.append(_line(self.md, self.offsets[m.end() - 1]) if at_end else first)
+        return out
+
+
+def window_lines(
+    plain: PlainMarkdown,
+    words: list[str],
+    in_code: bool,
+    *,
+    from_end: bool,
+    within: tuple[int, int] | None = None,
+) -> tuple[int, int, int]:
     """(line of the earliest/latest run of 3-5 of `words` found once among lines of the kind,
-    index of that run's first word), or (0, -1)."""
-    fenced = fenced_lines(md)
+    or once `within` those lines, index of that run's first word, its length), or (0, -1, 0)."""
     for k in (5, 4, 3):
         order = range(len(words) - k, -1, -1) if from_end else range(len(words) - k + 1)
         for i in order:
             run = words[i : i + k]
             if sum(len(w) for w in run) < 10:
                 continue
-            pattern = r"\s+".join(map(re.escape, run))
-            hits = [
-                _line(md, m.end() - 1 if from_end else m.start())
-                for m in re.finditer(pattern, md)
-                if fenced[_line(md, m.start()) - 1] == in_code
-            ]
+            hits = plain.hits(run, in_code, at_end=from_end)
+            if within is not None:
+                hits = [h for h in hits if within[0] <= h <= within[1]]
             if len(hits) == 1:
-                return hits[0], i
-    return 0, -1
+                return hits[0], i, k
+    return 0, -1, 0
 
 
 def expected_text_lines(
@@ -319,22 +364,16 @@ def expected_text_lines(
     words = quote.split()
     if len(words) < 3:
         return None
-    first, i = window_lines(md, words, in_code, from_end=False)
-    last, j = window_lines(md, words, in_code, from_end=True)
-    if not first or not last or last < first:
-        return None
-    run_end = next(k for k in (5, 4, 3) if window_lines_ok(md, words, j, k, in_code))
-    return (first, last), (i > 0, j + run_end < len(words))
-
-
-def window_lines_ok(md: str, words: list[str], i: int, k: int, in_code: bool) -> bool:
-    """Whether the run of `k` words from `i` is the one `window_lines` took (found once)."""
-    if i + k > len(words) or sum(len(w) for w in words[i : i + k]) < 10:
-        return False
-    fenced = fenced_lines(md)
-    pattern = r"\s+".join(map(re.escape, words[i : i + k]))
-    hits = [m for m in re.finditer(pattern, md) if fenced[_line(md, m.start()) - 1] == in_code]
-    return len(hits) == 1
+    # Markup dropped, else as written (a quote of code-like text: "default is []").
+    for plain in (PlainMarkdown.of(md), PlainMarkdown.of(md, strip=False)):
+        first, i, _ = window_lines(plain, words, in_code, from_end=False)
+        # The quote's last words may repeat elsewhere in the file ("the latest version of
+        # Material for MkDocs"): once within as many lines after its first as it has words.
+        within = (first, first + len(words)) if first else None
+        last, j, k = window_lines(plain, words, in_code, from_end=True, within=within)
+        if first and last and last >= first:
+            return (first, last), (i > 0, j + k < len(words))
+    return None
 
 
 def expected_directive(md: str, object_id: str) -> int | None:
@@ -802,7 +841,9 @@ def edit(lines: list[str], at: int, p: Passage) -> None:
         words = p.exact.split()
         if len(words) >= 4:
             run = " ".join(words[len(words) // 2 - 1 : len(words) // 2 + 1])
-            if line.count(run) == 1:
+            # A continuation line starting "- " or "1. " is a list of its own: not a reflow.
+            starts_block = re.match(r"(?:[-*+>#]|\d+[.)])(?:\s|$)", run.split(" ", 1)[1])
+            if line.count(run) == 1 and not starts_block:
                 marker = re.match(r"\s*(?:[-*+]|\d+\.)\s+|\s*", line).group()  # type: ignore[union-attr]
                 cont = " " * len(marker) if marker.strip() else indent
                 a, b = run.split(" ", 1)
@@ -1167,10 +1208,12 @@ def main() -> None:
         help="build with `mkdocs serve` and the plugin (default) or `zensical build`",
     )
     parser.add_argument("--zensical", default="zensical", help="the zensical executable")
+    parser.add_argument("--commit", help="the site's commit, where SITE is no git checkout")
     args = parser.parse_args()
     site = args.site.resolve()
     commit = (
-        subprocess.run(
+        args.commit
+        or subprocess.run(
             ["git", "-C", str(site), "rev-parse", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
         or "unknown commit"

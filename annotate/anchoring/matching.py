@@ -175,7 +175,8 @@ def _page_steps(index: Index, selectors: list[Selector]) -> list[list[_Candidate
         steps[i] = candidates, done = _exact_step(index, query, shift)
         if done and query.start is not None:
             shift = _shift(candidates, query.start, shift, moved_by, i)
-    _approximate_steps(index, queries, steps, moved_by, order)
+    starts = [selector.start for selector in selectors]
+    _approximate_steps(index, queries, steps, moved_by, order, starts)
     return [candidates for candidates, _ in steps]
 
 
@@ -197,6 +198,7 @@ def _approximate_steps(
     steps: list[Step],
     moved_by: list[int | None],
     order: list[int],
+    starts: list[int | None],
 ) -> None:
     """Approximate matches for the quotes not found exactly: near where the quote found before
     it says it is now (`_near`), else anywhere (`_fuzzy_step`).
@@ -205,6 +207,14 @@ def _approximate_steps(
     start, and the whole-text index is only needed for the quotes found nowhere near.
     """
     anchors: dict[int, list[tuple[int, int]]] = {}
+    # The quotes found letter for letter that kept their order (a moved one did not): where
+    # an edit between two of them moved the text, a quote between them moved by as much as
+    # one of them, or by something in between.
+    chain = _in_order(
+        (start, start + moved)
+        for start, moved in zip(starts, moved_by, strict=True)
+        if start is not None and moved is not None
+    )
     shift = 0
     for i in order:
         if steps[i][1]:
@@ -224,10 +234,29 @@ def _approximate_steps(
             anchors = {j: approximate.anchors(queries[j]) for j in order if not steps[j][1]}
             index.prefetch(key for pairs in anchors.values() for key, _ in pairs)
         expected = None if query.start is None else query.start + shift
-        candidates = _fuzzy_step(index, query, anchors[i], candidates, expected)
+        between = None
+        if query.start is not None and chain:
+            low, high, _ = _expected(chain, query.start)
+            between = low, high
+        candidates = _fuzzy_step(index, query, anchors[i], candidates, expected, between)
         steps[i] = candidates, True
         if query.start is not None:
             shift = _shift(candidates, query.start, shift, moved_by, i)
+    # A quote found nowhere may lie between neighbours found approximately since (the quotes
+    # after it on the page, edited as well): once more, with the range those allow.
+    lost = [i for i in order if i in queries and not steps[i][0] and anchors.get(i)]
+    if lost:
+        chain = _in_order(
+            (start, start + moved)
+            for start, moved in zip(starts, moved_by, strict=True)
+            if start is not None and moved is not None
+        )
+        for i in lost:
+            query = queries[i]
+            if query.start is not None and chain:
+                low, high, likeliest = _expected(chain, query.start)
+                found = _fuzzy_step(index, query, anchors[i], [], likeliest, (low, high))
+                steps[i] = found, True
 
 
 def _held(text: str, selector: Selector) -> _Candidate | None:
@@ -311,14 +340,15 @@ def _fuzzy_step(
     anchors: list[tuple[int, int]],
     candidates: list[_Candidate],
     expected: int | None,
+    between: tuple[int, int] | None = None,
 ) -> list[_Candidate]:
     """The exact hits plus the approximate matches found in the candidate windows (`expected`:
-    where the quote should start now, `_approximate`)."""
+    where the quote should start now, `between`: the range its neighbours allow, `_approximate`)."""
     candidates = list(candidates)
     # `windows` does not use the pairs found more than MAX_POSTINGS times.
     postings = index.lookup((key for key, _ in anchors), MAX_POSTINGS)
     for window in approximate.windows(query, anchors, postings, len(index.text)):
-        candidate = _approximate(index, query, window, expected)
+        candidate = _approximate(index, query, window, expected, between)
         if candidate is not None:
             candidates.append(candidate)
     return candidates
@@ -347,7 +377,11 @@ def _near(index: Index, query: Query, shift: int) -> _Candidate | None:
 
 
 def _approximate(
-    index: Index, query: Query, window: Window, expected: int | None
+    index: Index,
+    query: Query,
+    window: Window,
+    expected: int | None,
+    between: tuple[int, int] | None = None,
 ) -> _Candidate | None:
     """The approximate match of the quote in a window, if it is similar enough and its frame
     says it is the passage (issue #26).
@@ -381,16 +415,22 @@ def _approximate(
         if trimmed != ends:
             # The trimmed span if it is taken, else the span as found (a rewritten first word
             # that its context frames is the quote's).
-            candidate = _accepted(index, query, trimmed, closer, expected)
+            candidate = _accepted(index, query, trimmed, closer, expected, between)
             if candidate is not None:
                 return candidate
-    return _accepted(index, query, ends, similarity, expected)
+    return _accepted(index, query, ends, similarity, expected, between)
 
 
 def _accepted(
-    index: Index, query: Query, ends: tuple[int, int], similarity: float, expected: int | None
+    index: Index,
+    query: Query,
+    ends: tuple[int, int],
+    similarity: float,
+    expected: int | None,
+    between: tuple[int, int] | None = None,
 ) -> _Candidate | None:
-    """The candidate at `ends` if `_approximate`'s rules take it."""
+    """The candidate at `ends` if `_approximate`'s rules take it (`between`: the lowest and
+    highest start the quote's neighbours on the page allow, `locate_many`)."""
     if similarity < MIN_QUOTE_SIMILARITY_IN_CONTEXT:
         return None
     size = len(query.collapsed)
@@ -401,8 +441,15 @@ def _accepted(
     if (short or similarity < MIN_QUOTE_SIMILARITY) and not _context_holds(candidate):
         return None
     # Near where the quote should be: where its neighbours moved it, or where it was.
-    near = expected is None or any(
-        at is not None and abs(ends[0] - at) <= FRAMED_REACH for at in (expected, query.start)
+    near = (
+        expected is None
+        or any(
+            at is not None and abs(ends[0] - at) <= FRAMED_REACH for at in (expected, query.start)
+        )
+        or (
+            between is not None
+            and between[0] - FRAMED_REACH <= ends[0] <= between[1] + FRAMED_REACH
+        )
     )
     whole = _frames(index.folded, query, candidate, similarity, expected, near)
     if whole is None:
@@ -444,9 +491,19 @@ def _frames(
         # own heading): a moved passage's other side is other text altogether, or the same
         # with a word changed.
         return None
-    if context_elsewhere(
-        text, len(query.quote), query.prefix, query.suffix, query.start, *ends
-    ) or _frame_stands_elsewhere(text, query, expected, *ends):
+    # A long passage this like the quote, a side of its context whole next to it, is the
+    # passage moved, whatever its old neighbours say: a deleted passage has no such look-alike.
+    long_and_close = size >= SIBLING_MAX_QUOTE and similarity >= MIN_SIMILARITY_ANY_EDIT
+    # Both sides of the context whole around it where the quote should be: the passage itself,
+    # though the same frame stands around a copy nearby (a rendered example's sentence, the
+    # code block above it showing its Markdown, Material's reference/lists page).
+    in_place = near and frame == (WHOLE, WHOLE)
+    if (
+        not (long_and_close and whole)
+        and context_elsewhere(
+            text, len(query.quote), query.prefix, query.suffix, query.start, *ends
+        )
+    ) or (not in_place and _frame_stands_elsewhere(text, query, expected, *ends)):
         return None
     return bool(whole)
 
@@ -615,6 +672,16 @@ def _choose(
         return None, False
     if len(candidates) == 1:  # the common case, without the ranking below
         return candidates[0], False
+    hits = [(c.start, c.end) for c in candidates if c.method != "fuzzy"]
+    if hits and len(hits) < len(candidates):
+        # An approximate match overlapping a hit of the quote letter for letter is that hit, cut
+        # short (its context, edited above it, framed a part of it): the page's highlight must
+        # not shrink to it (a first paragraph's note after a paragraph inserted under the h1).
+        candidates = [
+            c
+            for c in candidates
+            if c.method != "fuzzy" or not any(c.start < e and s < c.end for s, e in hits)
+        ]
     if isinstance(expected, int):
         expected = (expected, expected, expected)
     top = max(candidate.score for candidate in candidates)

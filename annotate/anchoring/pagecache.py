@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
+import sys
 import threading
+from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Protocol
 
@@ -28,6 +31,8 @@ from .selectors import Selector
 from .tuning import CACHE_SIZE, INDEXED_PAGES
 
 __all__ = ["Anchors", "SelectorRows"]
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 class SelectorRows(Protocol):
@@ -76,9 +81,25 @@ class Anchors:
             while len(self._indexes) > INDEXED_PAGES:
                 self._indexes.popitem(last=False)
         # Selector objects only now: building 200 costs more than the remembered answer.
-        matches = index.locate_many(text, [Selector(*row[1:]) for row in rows])
+        selectors = [Selector(*row[1:]) for row in rows]
+        # The overlay's offsets count UTF-16 units (a JavaScript string's), the text's here code
+        # points: past an emoji ("📁 docs/") they differ by one per such character.
+        astral = _astral(text)
+        if astral:
+            units = [at + k for k, at in enumerate(astral)]  # each one's offset in UTF-16 units
+            selectors = [
+                s._replace(start=_points(s.start, units), end=_points(s.end, units))
+                for s in selectors
+            ]
+        matches = index.locate_many(text, selectors)
         anchors = [
-            {"id": id, "start": m.start, "end": m.end, "score": m.score, "method": m.method}
+            {
+                "id": id,
+                "start": m.start + bisect_left(astral, m.start),
+                "end": m.end + bisect_left(astral, m.end),
+                "score": m.score,
+                "method": m.method,
+            }
             if m is not None
             else {"id": id, "start": None, "end": None, "score": None, "method": None}
             for (id, *_), m in zip(rows, matches, strict=True)
@@ -89,3 +110,18 @@ class Anchors:
             while len(self._cache) > self.size:
                 self._cache.popitem(last=False)
         return answer, False
+
+
+def _points(offset: int | None, units: list[int]) -> int | None:
+    """A UTF-16 offset into the text as an offset in code points (`units`: where each character
+    outside the BMP starts, in UTF-16 units)."""
+    return None if offset is None else offset - bisect_left(units, offset)
+
+
+def _astral(text: str) -> list[int]:
+    """Where the characters outside the BMP are in `text` (usually nowhere)."""
+    # CPython keeps a str with such a character at 4 bytes a character (PEP 393), one without at
+    # 1 or 2: a page of 150 kB is told apart without a scan.
+    if text.isascii() or (len(text) > 100 and sys.getsizeof(text) < 3 * len(text)):
+        return []
+    return [m.start() for m in _ASTRAL.finditer(text)]

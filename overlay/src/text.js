@@ -115,12 +115,16 @@ function selectionTarget() {
   // Which of the page's occurrences of the quote of the same kind (code or not) this is.
   let occurrence = 0;
   for (let i = t.indexOf(exact); i < start; i = t.indexOf(exact, i + 1)) occurrence += inCode(map, i) === code;
+  // Context cut between the two halves of a character outside the BMP (an emoji: "📁 docs/")
+  // would send a lone surrogate, which the server refuses: the note could not be saved.
+  // Context cut between the halves of a character outside the BMP (an emoji: "📁 docs/") holds
+  // a lone surrogate, which the server refuses: the note could not be saved. U+FFFD stands in.
   return {
     start,
     end,
     exact,
-    prefix: t.slice(Math.max(0, start - CONTEXT), start),
-    suffix: t.slice(end, end + CONTEXT),
+    prefix: t.slice(Math.max(0, start - CONTEXT), start).toWellFormed(),
+    suffix: t.slice(end, end + CONTEXT).toWellFormed(),
     inCode: code,
     occurrence
   };
