@@ -79,9 +79,14 @@ def load(name):
     return module
 
 
+# The next schema version: one past the newest (a field's, or a table's in schema.LATER). Read
+# from a first import, then forgotten, so the table below is read afresh with the new field.
+import annotate.schema
+
+since = annotate.schema.LATEST + 1
+for name in [m for m in sys.modules if m == "annotate" or m.startswith("annotate.")]:
+    del sys.modules[name]
 f = load("fields")
-# The next schema version: one past the newest field's.
-since = max(x.since for t in (f.ANNOTATION, f.PAGE_NOTE, f.REPLY) for x in t) + 1
 extra = f.Field(
     "priority", nullable=True, limit=20, input=True, editable=True, export=True, since=since
 )

@@ -627,8 +627,10 @@ def test_ctrl_c_with_a_page_open_stops_at_once(tmp_path: Path, generator: str) -
     stop(proc)
     assert proc.returncode == 0
     assert "Traceback" not in stderr and "CancelledError" not in stderr, stderr
-    # Measured 0.2 s (Zensical), 0.3 s (MkDocs): benchmarks/proxy.py.
-    assert elapsed < 3, f"annotate proxy took {elapsed:.1f} s to stop"
+    # Measured 0.2 s (Zensical), 0.3 s (MkDocs): benchmarks/proxy.py. The defect took 10 s or
+    # more (the dev server's own close); the bound leaves room for a loaded machine (3.5 s seen
+    # at load average 14).
+    assert elapsed < 6, f"annotate proxy took {elapsed:.1f} s to stop"
     assert not alive(dev_server[0]), "the dev server outlived the proxy"
 
 
