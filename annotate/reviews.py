@@ -122,6 +122,14 @@ class Reviews:
             ids = [r[0] for r in conn.execute(sql + " ORDER BY rowid")]
             return [self._review(conn, i) for i in ids]
 
+    def latest_decision(self) -> str | None:
+        """The decision of the review sent last (`annotate pr push`'s event), None without one."""
+        with self._file.transaction(write=False) as conn:
+            row = conn.execute(
+                "SELECT decision FROM reviews ORDER BY rowid DESC LIMIT 1"
+            ).fetchone()
+        return row[0] if row else None
+
     def claim(self, *, token: str | None = None) -> Review | None:
         """The oldest review no agent has picked up yet, now marked as picked up; else None.
         `token`: the caller's personal token, checked in the same transaction (`Unauthorized`

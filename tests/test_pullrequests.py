@@ -325,6 +325,14 @@ def test_event_from_the_option_and_from_a_decision(store: Any, github: Any) -> N
     assert pullrequests.event_for("approve_with_notes") == "APPROVE"
     assert pullrequests.event_for("request_changes") == "REQUEST_CHANGES"
     assert pullrequests.event_for(None) == "COMMENT"
+    # Without --event, the verdict of the review sent last (issue #30 item 5).
+    store.add_page_note({"pageUrl": "/guide/install/", "note": "Say which Python."})
+    store.create_review({"mode": "edit", "decision": "request_changes"})
+    assert store.reviews.latest_decision() == "request_changes"
+    again = pullrequests.push(store, api_url=url)
+    assert again.event == "REQUEST_CHANGES" and state.reviews[-1]["state"] == "CHANGES_REQUESTED"
+    store.create_review({"mode": "edit", "decision": "approve"})
+    assert store.reviews.latest_decision() == "approve"
     with pytest.raises(annotate.ValidationError, match="event must be one of"):
         pullrequests.push(store, api_url=url, event="merge")
     for bad in ("acme", "acme/docs/more", "../..", "acme/..", "acme/do cs"):

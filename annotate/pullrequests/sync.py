@@ -253,7 +253,7 @@ def push(
     if event is not None and event not in EVENTS:
         raise ValidationError(f"event must be one of {', '.join(EVENTS)}, got {event!r}", "event")
     where = _resolve(store, repo, number, api_url, token, need_token=not dry_run, gitlab=gitlab)
-    chosen = EVENTS[event] if event is not None else event_for(_decision(store))
+    chosen = EVENTS[event] if event is not None else event_for(store.reviews.latest_decision())
     gh, n, target = where.host, where.number, where.target
     result = PushResult(str(target), chosen, dry_run)
     if isinstance(gh, GitLab):
@@ -404,13 +404,6 @@ def _reply_marks(host: GitHub | GitLab, n: int) -> list[tuple[str, str]]:
     return [
         (str(c["id"]), found) for c in notes for found in _REPLY_MARK.findall(c.get("body") or "")
     ]
-
-
-def _decision(store: Store) -> str | None:
-    """The decision of the latest review sent to the agent, if reviews carry one (issue #30
-    item 5 adds `Review.decision`; without it every push is a COMMENT)."""
-    reviews = store.list_reviews()
-    return getattr(reviews[-1], "decision", None) if reviews else None
 
 
 def _request(url: str, payload: dict[str, Any]) -> dict[str, Any]:
