@@ -20,12 +20,18 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NotFoundError, ProjectNotFound, ValidationError
 from ..models import Annotation, PageNote
 from ..validation import MAX_REPLY
+from .comments import (
+    Planned,
+    Where,
+    as_file_comment,
+    clean_text,
+    place_note,
+)
 from .errors import HostRefused, NoPullRequest, NoToken
 from .git import Checkout, checkout
 from .github import GitHub, api_url_for, token_for
 from .gitlab import GitLab
 from .gitlab import token_for as gitlab_token_for
-from .hunks import Hunks, inside
 from .links import Link, Target
 
 if TYPE_CHECKING:
@@ -42,7 +48,6 @@ DECISION_EVENTS = {
     "approve_with_notes": "APPROVE",
     "request_changes": "REQUEST_CHANGES",
 }
-MARK = "<!-- annotate:{id} -->"
 _MARK = re.compile(r"<!-- annotate:([A-Za-z0-9_-]{1,64}) -->")
 # The marker of a reply of the store's posted to the host (`push`): `pull` never brings it back.
 REPLY_MARK = "<!-- annotate-reply:{id} -->"
@@ -50,15 +55,10 @@ _REPLY_MARK = re.compile(r"<!-- annotate-reply:([A-Za-z0-9_-]{1,64}) -->")
 # Where a reply from the host comes from, in the note's thread.
 AUTHOR = "{login} (GitHub)"
 GITLAB_AUTHOR = "{login} (GitLab)"
-# Lines quoted from a file in a file-level comment or the review's body.
-MAX_QUOTED_LINES = 12
-SUGGESTING = ("replace", "delete")
 # A review's body: its paragraphs apart, and how long it may grow (GitHub refuses a body over
 # 65,536 characters; the margin is for the first line).
 SEPARATOR = "\n\n---\n\n"
 MAX_BODY = 65_536 - 1_000
-# A quoted line is cut here: one Markdown line may be a whole table.
-MAX_QUOTED_LINE = 500
 
 
 def event_for(decision: str | None) -> str:
@@ -136,21 +136,6 @@ class PullResult:
         }
 
 
-@dataclass(slots=True)
-class _Where:
-    """A pull request and how to reach it, with the checkout it was found from (if any)."""
-
-    host: GitHub | GitLab
-    number: int
-    root: Path
-    project: Path
-    checkout: Checkout | None
-
-    @property
-    def target(self) -> Target:
-        return self.host.target(self.number)
-
-
 def _resolve(
     store: Store,
     repo: str | None,
@@ -160,7 +145,7 @@ def _resolve(
     *,
     need_token: bool,
     gitlab: str | None = None,
-) -> _Where:
+) -> Where:
     try:
         project = store.project_dir
     except ProjectNotFound:
@@ -211,22 +196,10 @@ def _resolve(
     if number < 1:
         raise ValidationError(f"--pr must be a positive number, got {number}", "pr")
     root = found.root if found else project
-    return _Where(host, number, root, project, found)
+    return Where(host, number, root, project, found)
 
 
 # -- push ---------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Planned:
-    note: str
-    placement: str
-    at: str
-    text: str  # the comment's body, or the paragraph of the review's body
-    link: Link
-    path: str | None = None
-    line: tuple[int, int] | None = None
-    suggestion: bool = False
 
 
 def push(
@@ -281,7 +254,7 @@ def push(
                 store.pull_requests.add(target, found)
             result.already += [link.note_id for link in found]
             notes = [item for item in notes if item.id not in {f.note_id for f in found}]
-    plan = [_place(item, files, where) for item in notes]
+    plan = [place_note(item, files, where) for item in notes]
     lines = [p for p in plan if p.placement == "line"]
     body = [p for p in plan if p.placement == "body"]
     singles = [p for p in plan if p.placement == "file"]
@@ -308,7 +281,7 @@ def push(
                 result.warnings.append(
                     f"GitHub refused the line comments ({e}); they went as file-level comments"
                 )
-                singles = [_as_file(p) for p in lines] + singles
+                singles = [as_file_comment(p) for p in lines] + singles
                 lines = []
                 result.review_id = gh.post_review(
                     n, _review(head, chosen, lines, parts[0], len(plan))
@@ -372,7 +345,7 @@ def _push_replies(
         if r.id in done:
             continue
         who = r.author or ("the agent" if r.role == "agent" else "the reviewer")
-        text = f"**{_clean(who)}** ({r.role}): {_clean(r.message)}\n\n{REPLY_MARK.format(id=r.id)}"
+        text = f"**{clean_text(who)}** ({r.role}): {clean_text(r.message)}\n\n{REPLY_MARK.format(id=r.id)}"
         comment = str(link.comment_id)
         if result.dry_run:
             url, payload = _reply_request(host, n, comment, text)
@@ -411,11 +384,11 @@ def _request(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"method": "POST", "url": url, "json": payload}
 
 
-def _sent(p: _Planned) -> Sent:
+def _sent(p: Planned) -> Sent:
     return Sent(p.note, p.placement, p.at, p.suggestion)
 
 
-def _linked(p: _Planned, comment_id: str | None) -> Link:
+def _linked(p: Planned, comment_id: str | None) -> Link:
     return Link(
         p.note,
         p.placement,
@@ -451,9 +424,9 @@ def _markers_of(comments: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _parts(body: list[_Planned]) -> list[list[_Planned]]:
+def _parts(body: list[Planned]) -> list[list[Planned]]:
     """The body's paragraphs in groups that each fit a review's body (at least one group)."""
-    parts: list[list[_Planned]] = [[]]
+    parts: list[list[Planned]] = [[]]
     size = 0
     for p in body:
         grown = size + len(p.text) + len(SEPARATOR)
@@ -466,7 +439,7 @@ def _parts(body: list[_Planned]) -> list[list[_Planned]]:
 
 
 def _review(
-    head: str, event: str, lines: list[_Planned], body: list[_Planned], count: int
+    head: str, event: str, lines: list[Planned], body: list[Planned], count: int
 ) -> dict[str, Any]:
     head_line = (
         f"Review notes from the rendered documentation ({count} "
@@ -482,125 +455,6 @@ def _review(
         comments.append(comment)
     text = SEPARATOR.join([head_line, *(p.text for p in body)])
     return {"commit_id": head, "event": event, "body": text, "comments": comments}
-
-
-def _place(item: Annotation | PageNote, files: dict[str, Hunks], where: _Where) -> _Planned:
-    note = _clean(item.note)
-    mark = MARK.format(id=item.id)
-    if isinstance(item, PageNote):
-        at = item.page_url
-        src = f" (`{item.source.path}`)" if item.source else ""
-        text = f"**Page `{item.page_url}`**{src}\n\n{note}\n\n{mark}"
-        return _Planned(item.id, "body", at, text, Link(item.id, "body", None))
-    source = item.source
-    path = _repo_path(where, source.path) if source else None
-    if source is None or path is None:
-        passage = item.selected_text or (
-            item.element_selector.description if item.element_selector else ""
-        )
-        text = f"**On page `{item.page_url}`**\n\n{_quote(passage or '')}{note}{_wording(item)}"
-        return _Planned(
-            item.id, "body", item.page_url, f"{text}\n\n{mark}", Link(item.id, "body", None)
-        )
-    first, last = source.line_start, source.line_end
-    at = f"{path}:{first}" if first == last else f"{path}:{first}-{last}"
-    old = _lines(where.project / source.path, first, last)
-    excerpt = "\n".join(old) if old is not None else source.excerpt
-    if path in files and inside(files[path], first, last):
-        new = _suggested(item, old)
-        block = f"\n\n{_fenced(new)}" if new is not None else _wording(item)
-        text = f"{note}{block}\n\n{mark}".lstrip("\n")
-        link = Link(item.id, "line", None, path, first, last, excerpt, _joined(new))
-        return _Planned(item.id, "line", at, text, link, path, (first, last), new is not None)
-    quoted = _quote(excerpt)
-    if path in files:
-        text = f"**`{at}`** (outside this pull request's diff)\n\n{quoted}{note}{_wording(item)}"
-        link = Link(item.id, "file", None, path, first, last, excerpt)
-        return _Planned(item.id, "file", at, f"{text}\n\n{mark}", link, path, (first, last))
-    text = f"**`{at}`** (a file this pull request does not change)\n\n{quoted}{note}"
-    link = Link(item.id, "body", None, path, first, last, excerpt)
-    return _Planned(item.id, "body", at, f"{text}{_wording(item)}\n\n{mark}", link, path)
-
-
-def _as_file(p: _Planned) -> _Planned:
-    """A line comment demoted to a file-level one (its suggestion block cannot apply there)."""
-    # A suggestion block applies only on lines: here it is shown as the lines proposed.
-    shown = re.sub(r"^(`{3,})suggestion$", r"\1text", p.text, flags=re.MULTILINE)
-    text = f"**`{p.at}`** (GitHub took no line comment here; proposed lines below)\n\n{shown}"
-    first, last = p.line or (None, None)
-    link = Link(p.note, "file", None, p.path, first, last, p.link.excerpt)
-    return _Planned(p.note, "file", p.at, text, link, p.path, p.line)
-
-
-def _repo_path(where: _Where, path: str) -> str | None:
-    """A project-relative Markdown path as the repository names it, or None when the file is
-    outside the repository."""
-    try:
-        full = (where.project / path).resolve()
-        return full.relative_to(where.root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
-
-
-def _lines(file: Path, first: int, last: int) -> list[str] | None:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    lines = text.splitlines()
-    if first < 1 or last > len(lines) or first > last:
-        return None
-    return lines[first - 1 : last]
-
-
-def _suggested(item: Annotation, old: list[str] | None) -> list[str] | None:
-    """The lines a suggestion block proposes: the commented lines with the quoted passage
-    replaced by the suggestion (or deleted), when the passage stands in them once, verbatim;
-    else None (a rendered passage whose Markdown differs: `**bold**`, a link)."""
-    if item.intent not in SUGGESTING or old is None:
-        return None
-    passage = item.selected_text or (item.quote.exact if item.quote else "")
-    joined = "\n".join(old)
-    if not passage or joined.count(passage) != 1:
-        return None
-    if item.intent == "replace":
-        if item.suggestion is None:
-            return None
-        return joined.replace(passage, item.suggestion, 1).split("\n")
-    left = joined.replace(passage, "", 1)
-    # Deleting what a line held leaves none of it: the suggestion removes the line.
-    return [line for line in left.split("\n") if line.strip()]
-
-
-def _joined(lines: list[str] | None) -> str | None:
-    return None if lines is None else "\n".join(lines)
-
-
-def _fenced(lines: list[str]) -> str:
-    text = "\n".join(lines)
-    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-    return f"{ticks}suggestion\n{text}\n{ticks}" if lines else f"{ticks}suggestion\n{ticks}"
-
-
-def _wording(item: Annotation) -> str:
-    """The change asked for, in words (where no suggestion block can carry it)."""
-    if item.intent == "delete":
-        return "\n\nAsked: delete this passage."
-    if item.intent in ("replace", "insert") and item.suggestion:
-        verb = "replace it with" if item.intent == "replace" else "insert"
-        return f"\n\nAsked: {verb}:\n\n{_quote(item.suggestion).rstrip()}"
-    return ""
-
-
-def _quote(text: str) -> str:
-    lines = _clean(text).splitlines()[:MAX_QUOTED_LINES]
-    cut = [line if len(line) <= MAX_QUOTED_LINE else line[:MAX_QUOTED_LINE] + "…" for line in lines]
-    return "".join(f"> {line}\n" for line in cut) + ("\n" if lines else "")
-
-
-def _clean(text: str | None) -> str:
-    # A note is the reviewer's text: it must not forge another note's marker (or hide text).
-    return (text or "").replace("<!--", "&lt;!--")
 
 
 # -- pull ---------------------------------------------------------------------------------------
@@ -736,7 +590,7 @@ def _contains(lines: list[str], block: list[str]) -> bool:
 # -- GitLab -------------------------------------------------------------------------------------
 
 
-def _push_gitlab(store: Store, where: _Where, gl: GitLab, result: PushResult) -> PushResult:
+def _push_gitlab(store: Store, where: Where, gl: GitLab, result: PushResult) -> PushResult:
     """`push` on a merge request: one draft note per note, then one `bulk_publish`, so the
     merge request's people see the notes together, as a review."""
     n, target, dry_run = where.number, where.target, result.dry_run
@@ -763,7 +617,7 @@ def _push_gitlab(store: Store, where: _Where, gl: GitLab, result: PushResult) ->
         notes = [item for item in notes if item.id not in {f.note_id for f in found}]
     # Drafts of an earlier push that never published: published now with the rest.
     drafted = {m for d in gl.drafts(n) for m in _MARK.findall(d.get("note") or "")}
-    plan = [_place(item, files, where) for item in notes]
+    plan = [place_note(item, files, where) for item in notes]
     for p in plan:
         payload: dict[str, Any] = {"note": _gitlab_text(p)}
         if p.placement != "body" and p.path is not None:
@@ -795,7 +649,7 @@ def _push_gitlab(store: Store, where: _Where, gl: GitLab, result: PushResult) ->
     return result
 
 
-def _gitlab_text(p: _Planned) -> str:
+def _gitlab_text(p: Planned) -> str:
     """GitLab's suggestion block names the lines it replaces: `suggestion:-N+0`, the N lines
     above the commented (last) line and that line."""
     if not p.suggestion or p.line is None:
