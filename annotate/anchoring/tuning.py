@@ -35,7 +35,7 @@ MIN_QUOTE_SIMILARITY = 0.75
 MIN_QUOTE_SIMILARITY_IN_CONTEXT = 0.6
 CONTEXT_HOLDS = 0.85  # each side stored, for the lower threshold above
 # An approximate match is the passage, edited, where its stored context frames it (issue #26,
-# `matching._framing`): one side of the context whole next to it (a sentence revised in two or
+# `framing.framing`): one side of the context whole next to it (a sentence revised in two or
 # three places keeps its neighbours; a deleted quote's look-alike stands in other text: "If this
 # setting is left empty, no tags …" for "… all tags …" on Material's docs). Farther than
 # FRAMED_REACH characters from where the quote should start, its other side must not be like the
