@@ -273,7 +273,8 @@ panel.append(
           },
           "primary"
         ),
-        reviewStatus
+        reviewStatus,
+        sinceSent
       )
   ])
 );
@@ -317,6 +318,7 @@ function renderSend() {
           : `${head} is waiting for the agent.`;
   }
   reviewStatus.textContent = status;
+  renderSince(last);
 }
 
 // The list: the first S.drawn notes in the order shown, the rest behind "Show more". A note's
