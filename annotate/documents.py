@@ -280,16 +280,19 @@ def page(
     meta: str = "",
     changes_html: str = "",
     history: Sequence[tuple[str, str]] = (),
+    gate: bool = False,
 ) -> str:
     """A whole HTML page: `title` and `meta` (text, escaped here), the revision `history`
     (`(label, text)` pairs, escaped), the changes (HTML from `word_diff_html`) and the document
-    (HTML from `render`) in `<main>`."""
+    (HTML from `render`) in `<main>`. `gate`: a page served until its verdict, with the place
+    where the overlay says the decision went out (`#annotate-gate`)."""
     parts = [
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">',
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f'<header class="doc-head"><h1>{escape(title)}</h1>',
         f'<p class="meta">{escape(meta)}</p>' if meta else "",
+        '<p id="annotate-gate" class="decision" role="status" hidden></p>' if gate else "",
     ]
     if history:
         parts.append('<details><summary>Revisions</summary><ol class="history">')

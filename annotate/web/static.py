@@ -278,7 +278,7 @@ OVERLAY_SOURCES = (
 # through the same route and passes them), and hands back its names the first load refers to.
 OVERLAY_CHUNKS: dict[str, tuple[str, ...]] = {
     # since.js first: the panel, built at load, places its section.
-    "panel": ("since.js", "panel.js"),
+    "panel": ("since.js", "gate.js", "panel.js"),
     # snapdom (MIT, its license beside it): chosen by size and fidelity, docs/overlay.md.
     "capture": ("vendor/snapdom.js", "capture.js"),
 }

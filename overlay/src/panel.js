@@ -149,6 +149,7 @@ const sendReview = (body, then) =>
     const n = review.annotations.length + review.pageNotes.length;
     toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
     set("reviews", { reviews: [...S.reviews, review] });
+    verdictSent(review);
   });
 
 function goTo(item) {
