@@ -126,3 +126,22 @@ def test_cli(project: Path, store: annotate.Store) -> None:
     bad = CliRunner().invoke(cli, ["review", "rv_nosuchreview00", "--changes", "--project",
                                    str(project)])  # fmt: skip
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1
+
+
+@pytest.mark.sqlite_only
+def test_a_store_of_the_previous_version_gains_the_table(project: Path) -> None:
+    import sqlite3
+
+    from annotate import schema
+
+    annotate.open(project).close()
+    path = project / ".annotate" / "annotations.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE review_sources")
+        conn.execute("DELETE FROM schema_version WHERE version = 12")
+    conn.close()
+    with annotate.open(project) as store:
+        assert store.schema_version == schema.LATEST == 12
+        id = sent_and_edited(project, store)
+        files = store.reviews.changes(id)["files"]
+        assert [f["path"] for f in files] == ["docs/guide/install.md", "docs/index.md"]

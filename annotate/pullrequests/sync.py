@@ -281,7 +281,8 @@ def push(
                 store.pull_requests.add(target, found)
             result.already += [link.note_id for link in found]
             notes = [item for item in notes if item.id not in {f.note_id for f in found}]
-    plan = [_place(item, files, where) for item in notes]
+    shots = frozenset(store.screenshots.list(item.id for item in notes))
+    plan = [_place(item, files, where, item.id in shots) for item in notes]
     lines = [p for p in plan if p.placement == "line"]
     body = [p for p in plan if p.placement == "body"]
     singles = [p for p in plan if p.placement == "file"]
@@ -491,9 +492,15 @@ def _review(
     return {"commit_id": head, "event": event, "body": text, "comments": comments}
 
 
-def _place(item: Annotation | PageNote, files: dict[str, Hunks], where: _Where) -> _Planned:
+def _place(
+    item: Annotation | PageNote, files: dict[str, Hunks], where: _Where, shot: bool = False
+) -> _Planned:
     note = _clean(item.note)
     mark = MARK.format(id=item.id)
+    if shot:
+        # Neither host's review API takes an image in a comment (GitHub has no upload route for
+        # it), and the local server's link reaches no one there: the command that gets it.
+        mark = f"Screenshot: `annotate screenshot {item.id}`\n\n{mark}"
     if isinstance(item, PageNote):
         at = item.page_url
         src = f" (`{item.source.path}`)" if item.source else ""
@@ -770,7 +777,8 @@ def _push_gitlab(store: Store, where: _Where, gl: GitLab, result: PushResult) ->
         notes = [item for item in notes if item.id not in {f.note_id for f in found}]
     # Drafts of an earlier push that never published: published now with the rest.
     drafted = {m for d in gl.drafts(n) for m in _MARK.findall(d.get("note") or "")}
-    plan = [_place(item, files, where) for item in notes]
+    shots = frozenset(store.screenshots.list(item.id for item in notes))
+    plan = [_place(item, files, where, item.id in shots) for item in notes]
     for p in plan:
         payload: dict[str, Any] = {"note": _gitlab_text(p)}
         if p.placement != "body" and p.path is not None:
