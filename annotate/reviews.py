@@ -12,7 +12,7 @@ from typing import Any
 from . import validation as validate
 from .backends import Backend, Connection
 from .backends.sqlite import now
-from .documents import word_diff_html, word_diff_text
+from .documents import word_diff_counted
 from .errors import ReviewNotFound, ValidationError
 from .identity import Person
 from .items import Items
@@ -139,11 +139,11 @@ class Reviews:
             if now_text is None:
                 files.append({"path": path, "changed": True, "missing": True})
                 continue
-            diff = word_diff_text(then, now_text)
-            if diff is None:
+            counted = word_diff_counted(then, now_text)
+            if counted is None:
                 files.append({"path": path, "changed": False})
                 continue
-            _, added, removed = word_diff_html(then, now_text)
+            diff, added, removed = counted
             files.append(
                 {"path": path, "changed": True, "added": added, "removed": removed, "diff": diff}
             )

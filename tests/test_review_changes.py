@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 import annotate
 from annotate.cli import cli
+from annotate.documents import word_changes, word_diff_counted
 from annotate.errors import ReviewNotFound
 from annotate.web import create_app
 
@@ -145,3 +146,24 @@ def test_a_store_of_the_previous_version_gains_the_table(project: Path) -> None:
         id = sent_and_edited(project, store)
         files = store.reviews.changes(id)["files"]
         assert [f["path"] for f in files] == ["docs/guide/install.md", "docs/index.md"]
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("a\nb\nc\n", "a\nB\nc\n"),
+        ("a\nb\nc\n", "x\nb\nc\n"),
+        ("a\nb\nc\n", "a\nb\nc\nd\n"),
+        ("a\nb\nc", "a\nb\nc\n"),
+        ("a\nb\n", "a\nb\n"),
+        ("", "new\n"),
+        ("same\nsame\nsame\n", "same\nsame\n"),
+    ],
+)
+def test_the_word_diff_without_the_common_lines_rebuilds_both(old: str, new: str) -> None:
+    # word_changes diffs only the lines between those both texts start and end with.
+    pieces = word_changes(old, new)
+    assert "".join(t for k, t in pieces if k != "ins") == old
+    assert "".join(t for k, t in pieces if k != "del") == new
+    assert (word_diff_counted(old, new) is None) == (old == new)
