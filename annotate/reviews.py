@@ -93,17 +93,31 @@ class Reviews:
                     conn.execute(f"UPDATE {table} SET review_id = ? WHERE id = ?", (id, note_id))
                     self.settle(conn, row["review_id"])  # the review it left
             review = self._review(conn, id)
-            paths = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT DISTINCT source_file FROM annotations WHERE review_id = ? "
-                    "AND source_file IS NOT NULL",
-                    (id,),
-                )
-            }
-        paths |= {n.source.path for n in review.page_notes if n.source}
+            paths = self._paths(conn, id)
         self._remember_sources(id, paths)
         return review
+
+    def _paths(self, conn: Connection, id: str) -> set[str]:
+        """The Markdown files review `id`'s notes point into (a page note: its page's file)."""
+        paths = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT source_file FROM annotations WHERE review_id = ? "
+                "AND source_file IS NOT NULL",
+                (id,),
+            )
+        }
+        urls = {
+            r[0] for r in conn.execute("SELECT page_url FROM page_notes WHERE review_id = ?", (id,))
+        }
+        return paths | {p for p in self._sources.page_files(conn, urls).values() if p}
+
+    def remember(self, id: str) -> None:
+        """Keep the Markdown of review `id`'s files as they are now (a follow-up review made by
+        `Store.reopen`; `create` does it for the reviews it makes)."""
+        with self._file.transaction(write=False) as conn:
+            paths = self._paths(conn, id)
+        self._remember_sources(id, paths)
 
     def _remember_sources(self, id: str, paths: set[str]) -> None:
         """Keep the Markdown of each file review `id`'s notes point into, as it is now (issue #29

@@ -167,3 +167,21 @@ def test_the_word_diff_without_the_common_lines_rebuilds_both(old: str, new: str
     assert "".join(t for k, t in pieces if k != "ins") == old
     assert "".join(t for k, t in pieces if k != "del") == new
     assert (word_diff_counted(old, new) is None) == (old == new)
+
+
+def test_a_follow_up_review_remembers_its_file_too(project: Path, store: annotate.Store) -> None:
+    # Reopened with a follow-up: a review of its own, sent now, whose changes start from here.
+    page = project / "docs" / "guide" / "install.md"
+    a = store.add_annotation(text_note())
+    store.create_review({"mode": "edit"})
+    page.write_text(page.read_text().replace("Run pip install", "Run pipx install"))
+    store.address_annotation(a.id)
+    store.reopen(a.id, "And uv too, please.")
+    follow_up = store.list_reviews()[-1].id
+    assert [x.id for x in store.get_review(follow_up).annotations] == [a.id]
+    assert store.reviews.changes(follow_up)["files"] == [
+        {"path": "docs/guide/install.md", "changed": False}
+    ]
+    page.write_text(page.read_text().replace("in a shell", "or uv in a shell"))
+    [f] = store.reviews.changes(follow_up)["files"]
+    assert (f["added"], f["removed"]) == (2, 0) and "{+or uv +}" in f["diff"]
