@@ -112,9 +112,11 @@ class Reviews:
         }
         return paths | {p for p in self._sources.page_files(conn, urls).values() if p}
 
-    def remember(self, id: str) -> None:
+    def remember(self, id: str | None) -> None:
         """Keep the Markdown of review `id`'s files as they are now (a follow-up review made by
-        `Store.reopen`; `create` does it for the reviews it makes)."""
+        `Store.reopen`, None when it made none; `create` does it for the reviews it makes)."""
+        if id is None:
+            return
         with self._file.transaction(write=False) as conn:
             paths = self._paths(conn, id)
         self._remember_sources(id, paths)

@@ -625,8 +625,7 @@ class Store:
                 self._insert_reply(conn, id, "reviewer", note, stamp, who(by))
             self._tables.record(conn, kind_of(table), id, "reopened", row["page_url"], who(by))
             loaded = self._items.loading(conn, table, id)
-        if follow_up:  # what changes from here on, for the reviewer (issue #29 item 3)
-            self.reviews.remember(values["review_id"])
+        self.reviews.remember(values["review_id"])  # a follow-up's files as sent (issue #29)
         return loaded()
 
     def delete(self, id: str, *, kind: str | None = None, by: Person | None = None) -> None:
