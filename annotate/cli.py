@@ -799,10 +799,32 @@ def reviews(ctx: Ctx, pending: bool) -> None:
     default=0,
     help="Skip this many notes (a long review is shown a page at a time).",
 )
-def review(ctx: Ctx, id: str, offset: int) -> None:
+@click.option(
+    "--changes", is_flag=True, help="What changed in each file since the review was sent."
+)
+def review(ctx: Ctx, id: str, offset: int, changes: bool) -> None:
     """Show one review with its notes, compact (get_review)."""
+    if changes:
+        got = ctx.store().reviews.changes(id)
+        ctx.emit(got, lambda: _changes_text(got))
+        return
     found = ctx.store().get_review(id)
     ctx.emit(found.brief(offset), lambda: _review_text(found, agents.CLI, offset))
+
+
+def _changes_text(got: dict[str, Any]) -> str:
+    """`annotate review ID --changes`: per file, its word diff since the review was sent."""
+    lines = [f"Changed since review {got['review']} was sent:"]
+    for f in got["files"]:
+        if f.get("missing"):
+            lines.append(f"{f['path']}: deleted")
+        elif not f["changed"]:
+            lines.append(f"{f['path']}: unchanged")
+        else:
+            lines += [f"{f['path']}: +{f['added']} -{f['removed']} words", f["diff"]]
+    if not got["files"]:
+        lines.append("No Markdown file was recorded with this review.")
+    return "\n".join(lines)
 
 
 @command(cli, "send")

@@ -79,6 +79,7 @@ def plan_page(plan: Plan, number: int, *, source: str) -> str:
         meta=meta,
         changes_html=changes,
         history=history,
+        gate=True,
     )
 
 
@@ -91,11 +92,17 @@ class Verdicts:
     at once, never take each other's notes."""
 
     def __init__(
-        self, app: ASGIApp, on_review: Callable[[dict[str, Any]], None], page_url: str
+        self,
+        app: ASGIApp,
+        on_review: Callable[[dict[str, Any]], None],
+        page_url: str,
+        answered: threading.Event | None = None,
     ) -> None:
         self.app = app
         self.on_review = on_review
         self.page_url = page_url
+        # Set once a verdict's answer went back to the page: the server may stop then.
+        self.answered = answered or threading.Event()
 
     async def _scoped(self, receive: Receive) -> tuple[Receive, list[tuple[bytes, bytes]]]:
         """`receive` replaying the request body with `pageUrl` set, and the headers to send
@@ -139,6 +146,7 @@ class Verdicts:
         status = 0
         body: list[bytes] = []
         held: list[Message] = []
+        verdict = False
 
         async def capture(message: Message) -> None:
             # The answer is held until the verdict is recorded: the page that sees its review
@@ -157,9 +165,12 @@ class Verdicts:
                     review = json.loads(b"".join(body))
                     if isinstance(review, dict) and review.get("decision"):
                         await run_in_threadpool(self.on_review, review)
+                        verdict = True
         finally:
             for message in held:
                 await send(message)
+            if verdict:
+                self.answered.set()
 
 
 @dataclass
@@ -170,6 +181,8 @@ class Served:
     page_url: str
     stop: Callable[[], None]
     errors: list[BaseException]
+    # Set once the page that sent a verdict has its answer (it then says so and stops asking).
+    answered: threading.Event
 
 
 def serve_document(
@@ -203,8 +216,9 @@ def serve_document(
     # Loopback only (the hook's page is the person's, on this machine); port 0: a free one.
     sock = socket.create_server((host, port))
     sock.setblocking(False)
+    answered = threading.Event()
     config = uvicorn.Config(
-        Verdicts(app, on_review, page_url),
+        Verdicts(app, on_review, page_url, answered),
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -231,7 +245,7 @@ def serve_document(
         sock.close()
         shutil.rmtree(folder, ignore_errors=True)
 
-    return Served(base + page_url, page_url, stop, errors)
+    return Served(base + page_url, page_url, stop, errors, answered)
 
 
 def deciding(store: Store, revision: Revision) -> Callable[[dict[str, Any]], None]:

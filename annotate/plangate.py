@@ -42,6 +42,9 @@ __all__ = [
 DEFAULT_TIMEOUT_S = 3000.0  # the hook's own limit; `setup` gives Claude Code's a minute more
 NO_BROWSER_ENV = "ANNOTATE_NO_BROWSER"  # set (non-empty): print the address, open no browser
 MAX_LISTED = 50  # notes written out in one answer; the rest are counted
+# How long the server waits, once decided, for the page that sent the verdict to have its
+# answer (a decision recorded from elsewhere sends none: the wait ends then).
+ANSWER_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,10 @@ def review_document(
         decided = store.plans.wait_for_decision(
             revision.plan_id, revision.number, timeout_s, poll_s=poll_s, check=check, stop=stop
         )
+        if decided is not None:
+            # The page that sent the verdict gets its answer before the server goes: it then
+            # says the decision went out and stops asking, never a page gone offline.
+            served.answered.wait(ANSWER_WAIT_S)
     finally:
         served.stop()
     if decided is None:

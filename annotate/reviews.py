@@ -12,6 +12,7 @@ from typing import Any
 from . import validation as validate
 from .backends import Backend, Connection
 from .backends.sqlite import now
+from .documents import word_diff_counted
 from .errors import ReviewNotFound, ValidationError
 from .identity import Person
 from .items import Items
@@ -91,7 +92,78 @@ class Reviews:
                     refuse_resolved(table, row, "send it to the agent")
                     conn.execute(f"UPDATE {table} SET review_id = ? WHERE id = ?", (id, note_id))
                     self.settle(conn, row["review_id"])  # the review it left
-            return self._review(conn, id)
+            review = self._review(conn, id)
+            paths = self._paths(conn, id)
+        self._remember_sources(id, paths)
+        return review
+
+    def _paths(self, conn: Connection, id: str) -> set[str]:
+        """The Markdown files review `id`'s notes point into (a page note: its page's file)."""
+        paths = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT source_file FROM annotations WHERE review_id = ? "
+                "AND source_file IS NOT NULL",
+                (id,),
+            )
+        }
+        urls = {
+            r[0] for r in conn.execute("SELECT page_url FROM page_notes WHERE review_id = ?", (id,))
+        }
+        return paths | {p for p in self._sources.page_files(conn, urls).values() if p}
+
+    def remember(self, id: str | None) -> None:
+        """Keep the Markdown of review `id`'s files as they are now (a follow-up review made by
+        `Store.reopen`, None when it made none; `create` does it for the reviews it makes)."""
+        if id is None:
+            return
+        with self._file.transaction(write=False) as conn:
+            paths = self._paths(conn, id)
+        self._remember_sources(id, paths)
+
+    def _remember_sources(self, id: str, paths: set[str]) -> None:
+        """Keep the Markdown of each file review `id`'s notes point into, as it is now (issue #29
+        item 3): read after the review's transaction, never inside the write lock."""
+        locator = self._sources.locator()
+        texts = {p: t for p in sorted(paths) if (t := locator.read(p)) is not None}
+        if not texts:
+            return
+        with self._file.transaction(write=True) as conn:
+            for path, text in texts.items():
+                conn.execute(
+                    "INSERT INTO review_sources (review_id, path, markdown) VALUES (?, ?, ?)",
+                    (id, path, text),
+                )
+
+    def changes(self, id: str) -> dict[str, Any]:
+        """What changed, per file, since review `id` was sent: a word diff
+        (`[-removed-]{+added+}`, long unchanged runs cut) of each file its notes point into, with
+        the words added and removed; unchanged files are named only. Small on purpose: it is
+        read by agents and by the panel."""
+        with self._file.transaction(write=False) as conn:
+            row = self._tables.row(conn, "reviews", id) if validate.is_valid_id(id) else None
+            if row is None:
+                raise ReviewNotFound(id)
+            sent = conn.execute(
+                "SELECT path, markdown FROM review_sources WHERE review_id = ? ORDER BY path",
+                (id,),
+            ).fetchall()
+        locator = self._sources.locator()
+        files: list[dict[str, Any]] = []
+        for path, then in sent:
+            now_text = locator.read(path)
+            if now_text is None:
+                files.append({"path": path, "changed": True, "missing": True})
+                continue
+            counted = word_diff_counted(then, now_text)
+            if counted is None:
+                files.append({"path": path, "changed": False})
+                continue
+            diff, added, removed = counted
+            files.append(
+                {"path": path, "changed": True, "added": added, "removed": removed, "diff": diff}
+            )
+        return {"review": id, "done": row["done_at"] is not None, "files": files}
 
     def insert(
         self,

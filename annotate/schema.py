@@ -282,9 +282,23 @@ def _plans(db: Any) -> None:
     )
 
 
+def _review_sources(db: Any) -> None:
+    # Issue #29 item 3: the Markdown of each file a review's notes point into, as it was when the
+    # review was sent, for "what changed since this review was sent" (Reviews.changes).
+    db.execute(
+        "CREATE TABLE review_sources (review_id TEXT NOT NULL, path TEXT NOT NULL, "
+        "markdown TEXT NOT NULL, PRIMARY KEY (review_id, path))"
+    )
+
+
 # Hand-written migrations after the first six, by the version they bring a store to; a version
 # may also add fields' columns (`since`), which run after its own step.
-LATER: dict[int, Callable[[Any], None]] = {9: _plans, 10: _screenshots, 11: _pull_requests}
+LATER: dict[int, Callable[[Any], None]] = {
+    9: _plans,
+    10: _screenshots,
+    11: _pull_requests,
+    12: _review_sources,
+}
 
 
 def _step(version: int) -> Callable[[Any], None]:
@@ -328,6 +342,7 @@ OWN_TABLES = frozenset(
         "plans",
         "plan_revisions",
         "screenshots",
+        "review_sources",
         "schema_version",
     }
 )

@@ -625,6 +625,7 @@ class Store:
                 self._insert_reply(conn, id, "reviewer", note, stamp, who(by))
             self._tables.record(conn, kind_of(table), id, "reopened", row["page_url"], who(by))
             loaded = self._items.loading(conn, table, id)
+        self.reviews.remember(values["review_id"])  # a follow-up's files as sent (issue #29)
         return loaded()
 
     def delete(self, id: str, *, kind: str | None = None, by: Person | None = None) -> None:

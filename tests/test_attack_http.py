@@ -56,6 +56,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | bytes | None]] = [
     ("GET", "/reviews", None),
     ("POST", "/reviews", {"mode": "edit", "message": "planted"}),
     ("GET", "/reviews/{r}", None),
+    ("GET", "/reviews/{r}/changes", None),
     ("POST", "/anchor", {"pageUrl": "/guide/install/", "text": "Run pip install it"}),
     ("GET", "/export", None),
     ("GET", "/changes", None),

@@ -44,6 +44,7 @@ from annotate.compose import build_server
 from annotate.export import render
 from annotate.mcp_server import TOOLS
 from annotate.plans import Plans
+from annotate.reviews import Reviews
 from annotate.screenshots import Screenshots
 from annotate.store import Store
 from annotate.web import create_app
@@ -160,6 +161,7 @@ CLI: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {
 # Flags that make a command another verb: (command and flags) -> its library calls.
 CLI_FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "export --inline": (["--page", "/guide/install/"], ("inline.export_inline",)),
+    "review --changes": (["{rv}"], ("Reviews.changes",)),
     "import --inline": (["--strip"], ("inline.import_inline",)),
 }
 # Commands that run a host whose every call is pinned above and below: `annotate mcp` runs the MCP
@@ -210,6 +212,7 @@ REST: dict[tuple[str, str], tuple[dict[str, Any] | bytes | None, tuple[str, ...]
     ("GET", "/reviews"): (None, ("Store.list_reviews",)),
     ("POST", "/reviews"): ({"mode": "edit"}, ("Store.create_review",)),
     ("GET", "/reviews/{rv}"): (None, ("Store.get_review",)),
+    ("GET", "/reviews/{rv}/changes"): (None, ("Reviews.changes",)),
     ("POST", "/anchor"): (ANCHOR, ("Store.text_selector_rows", "Store.prepare_page")),
     ("GET", "/export"): (None, ("export.render",)),
     ("GET", "/changes?since=0"): (None, ("Store.changes",)),
@@ -292,6 +295,8 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     for name, value in vars(Screenshots).items():  # store.screenshots (issue #30)
         if not name.startswith("_") and inspect.isfunction(value):
             monkeypatch.setattr(Screenshots, name, found.wrap(f"Screenshots.{name}", value))
+    # store.reviews.changes (issue #29 item 3); the rest of Reviews is reached through Store.
+    monkeypatch.setattr(Reviews, "changes", found.wrap("Reviews.changes", Reviews.changes))
     for name, (module, attr) in FUNCTIONS.items():
         monkeypatch.setattr(module, attr, found.wrap(name, getattr(module, attr)))
     return found
@@ -373,7 +378,7 @@ def test_cli_flag_makes_one_call(
 ) -> None:
     args, expected = CLI_FLAGS[command]
     monkeypatch.chdir(made["project"])
-    argv = [*command.split(), *args, "--project", made["project"]]
+    argv = [*command.split(), *_fill(args, made), "--project", made["project"]]
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 0, result.output
     assert tuple(recorder.calls) == expected

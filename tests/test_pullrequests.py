@@ -576,8 +576,8 @@ def test_pushing_again_with_an_event_posts_no_empty_review(store: Any, github: A
 
 @pytest.mark.sqlite_only
 def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
-    # A store written before pull requests (the version before the last): opening it adds the
-    # two tables.
+    # A store written before pull requests (schema 11; 12, the reviews' sources, came after):
+    # opening it adds the two tables.
     import sqlite3
 
     from annotate import schema
@@ -587,7 +587,8 @@ def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE pr_links")
         conn.execute("DROP TABLE pr_replies")
-        conn.execute("DELETE FROM schema_version WHERE version = ?", (schema.LATEST,))
+        conn.execute("DROP TABLE review_sources")
+        conn.execute("DELETE FROM schema_version WHERE version >= 11")
     conn.close()
     with annotate.open(repo) as store:
         assert store.schema_version == schema.LATEST
@@ -661,3 +662,23 @@ def test_page_notes_beyond_a_body_go_in_further_reviews(store: Any, github: Any)
     assert all(len(r["body"]) <= 65536 for r in state.reviews)
     assert all(sum(f"annotate:{i} " in r["body"] for r in state.reviews) == 1 for i in ids)
     assert pullrequests.push(store, api_url=url).sent == []
+
+
+def test_a_notes_screenshot_is_named_in_its_comment(store: Any, github: Any) -> None:
+    # GitHub's review API takes no image: the comment says how to get it (issue #30 item 4).
+    state, url = github
+    ids = add_notes(store)
+    shot = (Path(__file__).parent / "fixtures" / "screenshots" / "simple-lossy.webp").read_bytes()
+    for role in ("line", "outside", "page"):
+        store.screenshots.attach(ids[role], shot)
+    pullrequests.push(store, api_url=url)
+    line = f"Screenshot: `annotate screenshot {ids['line']}`\n\n<!-- annotate:{ids['line']} -->"
+    assert by_marker(state, ids["line"])["body"].endswith(line)
+    outside = by_marker(state, ids["outside"])["body"]
+    assert outside.count("Screenshot: ") == 1
+    assert f"Screenshot: `annotate screenshot {ids['outside']}`" in outside
+    body = state.reviews[0]["body"]
+    assert f"Screenshot: `annotate screenshot {ids['page']}`" in body
+    # Only the notes with one.
+    assert "Screenshot:" not in by_marker(state, ids["span"])["body"]
+    assert f"annotate screenshot {ids['other']}" not in body

@@ -150,3 +150,16 @@ def test_the_agents_replies_go_to_the_discussion_once(store: Any, gitlab: Any) -
     ]
     assert pullrequests.push(store, gitlab=url).replies == []
     assert pullrequests.pull(store, gitlab=url).replies == []
+
+
+def test_a_notes_screenshot_is_named_in_its_discussion(store: Any, gitlab: Any) -> None:
+    # Named as on GitHub: the local server's link reaches no one on the host.
+    state, url = gitlab
+    ids = add_notes(store)
+    shot = (Path(__file__).parent / "fixtures" / "screenshots" / "simple-lossy.webp").read_bytes()
+    store.screenshots.attach(ids["line"], shot)
+    pullrequests.push(store, gitlab=url)
+    assert (
+        f"Screenshot: `annotate screenshot {ids['line']}`" in by_marker(state, ids["line"])["body"]
+    )
+    assert "Screenshot:" not in by_marker(state, ids["span"])["body"]

@@ -52,9 +52,17 @@ class Planned:
     suggestion: bool = False
 
 
-def place_note(item: Annotation | PageNote, files: dict[str, Hunks], where: Where) -> Planned:
+def place_note(
+    item: Annotation | PageNote, files: dict[str, Hunks], where: Where, shot: bool = False
+) -> Planned:
+    """Where note `item` goes and its text; `shot`: it has a screenshot, named by the command
+    that gets it."""
     note = clean_text(item.note)
     mark = MARK.format(id=item.id)
+    if shot:
+        # Neither host's review API takes an image in a comment (GitHub has no upload route for
+        # it), and the local server's link reaches no one there: the command that gets it.
+        mark = f"Screenshot: `annotate screenshot {item.id}`\n\n{mark}"
     if isinstance(item, PageNote):
         at = item.page_url
         src = f" (`{item.source.path}`)" if item.source else ""

@@ -254,7 +254,8 @@ def push(
                 store.pull_requests.add(target, found)
             result.already += [link.note_id for link in found]
             notes = [item for item in notes if item.id not in {f.note_id for f in found}]
-    plan = [place_note(item, files, where) for item in notes]
+    shots = frozenset(store.screenshots.list(item.id for item in notes))
+    plan = [place_note(item, files, where, item.id in shots) for item in notes]
     lines = [p for p in plan if p.placement == "line"]
     body = [p for p in plan if p.placement == "body"]
     singles = [p for p in plan if p.placement == "file"]
@@ -617,7 +618,8 @@ def _push_gitlab(store: Store, where: Where, gl: GitLab, result: PushResult) -> 
         notes = [item for item in notes if item.id not in {f.note_id for f in found}]
     # Drafts of an earlier push that never published: published now with the rest.
     drafted = {m for d in gl.drafts(n) for m in _MARK.findall(d.get("note") or "")}
-    plan = [place_note(item, files, where) for item in notes]
+    shots = frozenset(store.screenshots.list(item.id for item in notes))
+    plan = [place_note(item, files, where, item.id in shots) for item in notes]
     for p in plan:
         payload: dict[str, Any] = {"note": _gitlab_text(p)}
         if p.placement != "body" and p.path is not None:

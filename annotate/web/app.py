@@ -419,6 +419,11 @@ class Api:
         review = await run_in_threadpool(self.store.get_review, request.path_params["id"])
         return JsonResponse(review.to_dict())
 
+    async def review_changes(self, request: Request) -> Response:
+        _allow(request)
+        got = await run_in_threadpool(self.store.reviews.changes, request.path_params["id"])
+        return JsonResponse(got)
+
     # reading
 
     async def anchor(self, request: Request) -> Response:
@@ -576,6 +581,7 @@ def _api_routes(api: Api) -> list[Route]:
         f"/page-notes{one}/history": {"GET": api.history},
         "/reviews": {"GET": api.list_reviews, "POST": api.create_review},
         f"/reviews{one}": {"GET": api.get_review},
+        f"/reviews{one}/changes": {"GET": api.review_changes},
         "/anchor": {"POST": api.anchor},
         "/export": {"GET": api.export},
         "/changes": {"GET": api.changes},

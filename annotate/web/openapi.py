@@ -787,6 +787,42 @@ def _paths() -> dict[str, Any]:
         "/__annotate/api/reviews/{id}": {
             "get": _op("Get a review", {200: review}, (*READ_ERRORS, 404), params=[ID_PARAM])
         },
+        "/__annotate/api/reviews/{id}/changes": {
+            "get": _op(
+                "What changed in each Markdown file since the review was sent",
+                {
+                    200: _json(
+                        _object(
+                            {
+                                "review": {"type": "string"},
+                                "done": {"type": "boolean"},
+                                "files": {
+                                    "type": "array",
+                                    "items": _object(
+                                        {
+                                            "path": {"type": "string"},
+                                            "changed": {"type": "boolean"},
+                                            "missing": {"type": "boolean"},
+                                            "added": {"type": "integer"},
+                                            "removed": {"type": "integer"},
+                                            "diff": {"type": "string"},
+                                        },
+                                        ["path", "changed"],
+                                    ),
+                                },
+                            },
+                            ["review", "done", "files"],
+                        ),
+                        "One entry per file the review's notes pointed into when it was sent.",
+                    )
+                },
+                (*READ_ERRORS, 404),
+                params=[ID_PARAM],
+                description="`diff` is a word diff, `[-removed-]{+added+}`, long unchanged "
+                "runs cut to ` … `; `added` and `removed` count words. An unchanged file has "
+                "`changed: false` and no diff; a deleted one `missing: true`.",
+            )
+        },
         "/__annotate/api/anchor": {
             "post": _op(
                 "Where each text annotation of a page is now, in the page's current text",

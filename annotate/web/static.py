@@ -277,7 +277,8 @@ OVERLAY_SOURCES = (
 # scope of its own). A chunk is a function of the first load's names (`chunks.js` fetches it
 # through the same route and passes them), and hands back its names the first load refers to.
 OVERLAY_CHUNKS: dict[str, tuple[str, ...]] = {
-    "panel": ("panel.js",),
+    # since.js first: the panel, built at load, places its section.
+    "panel": ("since.js", "gate.js", "panel.js"),
     # snapdom (MIT, its license beside it): chosen by size and fidelity, docs/overlay.md.
     "capture": ("vendor/snapdom.js", "capture.js"),
 }

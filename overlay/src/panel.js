@@ -149,6 +149,7 @@ const sendReview = (body, then) =>
     const n = review.annotations.length + review.pageNotes.length;
     toast(`Sent ${n} note${n === 1 ? "" : "s"} to the agent (${review.mode})`);
     set("reviews", { reviews: [...S.reviews, review] });
+    verdictSent(review);
   });
 
 function goTo(item) {
@@ -273,7 +274,8 @@ panel.append(
           },
           "primary"
         ),
-        reviewStatus
+        reviewStatus,
+        sinceSent
       )
   ])
 );
@@ -317,6 +319,7 @@ function renderSend() {
           : `${head} is waiting for the agent.`;
   }
   reviewStatus.textContent = status;
+  renderSince(last);
 }
 
 // The list: the first S.drawn notes in the order shown, the rest behind "Show more". A note's
