@@ -93,6 +93,7 @@ class Migrator(sqlite_utils.Database):
     pieces whose spelling differs by database."""
 
     dialect = "sqlite"
+    blob_type = "BLOB"
 
     def serial(self, column: str) -> str:
         return f"{column} INTEGER PRIMARY KEY AUTOINCREMENT"
