@@ -8,7 +8,7 @@ of `Part`s, one per key of the object, each with its column. From these tables, 
 - `to_dict` of `models.Annotation`, `PageNote` and `Reply` (`Table.to_dict`), and of the objects
   the composites read as (`TextQuote`, `Source`, …: `Composite.to_dict`);
 - the row decoders `store.decode_annotation`, `decode_page_note`, `decode_reply` (`Table.decoder`);
-- the JSON SQLite writes for listings, `sqljson.ANNOTATION_JSON` (`Field.sql_expr`);
+- the JSON SQLite writes for listings, `backends/sqlite_json.ANNOTATION_JSON` (`Field.sql_expr`);
 - the OpenAPI schemas of answers and of create bodies (annotate/web/openapi.py);
 - the limits and the field sets of annotate/validation.py (`limit`, `input`, `editable`);
 - the rows of the Markdown export: their columns (`Table.select`) and names (`Table.row`, which
@@ -638,7 +638,7 @@ REPLIES = Field(
     ref="Reply",
     argument=True,
     # json(): a subquery's result loses the mark that makes json_object embed it as JSON.
-    # `{reply}`: annotate/sqljson.py puts a reply's JSON (from REPLY) there.
+    # `{reply}`: annotate/backends/sqlite_json.py puts a reply's JSON (from REPLY) there.
     sql="json((SELECT json_group_array({reply}) FROM "
     "(SELECT * FROM replies WHERE parent_id = {a}id ORDER BY rowid) AS r))",
 )

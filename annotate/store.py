@@ -319,7 +319,7 @@ class Store:
         annotations`: one filter (`annotate.filters.Filter`), at most `limit` from `offset`; only
         the annotations returned are reconciled with their Markdown files. `as_json`: the JSON
         array of their `to_dict()`s, written by SQLite (no object per row: the web API's listing,
-        read on every page load; annotate/sqljson.py).
+        read on every page load; annotate/backends/sqlite_json.py).
         """
         found = Filter.of(
             None if page_url is None else self.page_url(page_url),

@@ -36,8 +36,8 @@ from ..errors import (
     StoreReadOnlyError,
 )
 from ..fields import ANNOTATION, PAGE_NOTE
-from ..sqljson import ANNOTATION_JSON
 from .interface import Connection, ExportRows, Rows
+from .sqlite_json import ANNOTATION_JSON
 
 __all__ = ["BUSY_TIMEOUT_S", "DEFAULT_DIR", "DEFAULT_FILE", "SqliteBackend", "now"]
 
@@ -543,7 +543,7 @@ class SqliteBackend:
     def annotations_json(
         self, conn: Connection, where: str, page: str, params: Sequence[Any]
     ) -> str:
-        """The listing's JSON written by SQLite (annotate/sqljson.py): no object per row, for
+        """The listing's JSON written by SQLite (annotate/backends/sqlite_json.py): no object per row, for
         the web API's listing, read on every page load."""
         rows = conn.execute(
             f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} ORDER BY a.rowid{page}",
