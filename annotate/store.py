@@ -30,7 +30,7 @@ from . import build as builds
 from . import validation as validate
 from .anchors import Anchors
 from .backends import Backend, Connection, ExportRows, is_url, open_backend
-from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
+from .backends.interface import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
 from .bulk import Bulk
 from .errors import (
     AnnotationNotFound,

@@ -18,7 +18,6 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,11 @@ from ..errors import (
     StoreReadOnlyError,
 )
 from ..fields import ANNOTATION, PAGE_NOTE
-from .interface import Connection, ExportRows, Rows
+from .interface import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, Connection, ExportRows, Rows, now
 from .sqlite_json import ANNOTATION_JSON
 
 __all__ = ["BUSY_TIMEOUT_S", "DEFAULT_DIR", "DEFAULT_FILE", "SqliteBackend", "now"]
 
-DEFAULT_DIR = ".annotate"
-DEFAULT_FILE = "annotations.db"
-BUSY_TIMEOUT_S = 10.0
 
 log = logging.getLogger("annotate.store")
 
@@ -146,11 +142,6 @@ def _free_bytes(folder: Path) -> int | None:
     except (OSError, AttributeError):
         return None
     return st.f_bavail * st.f_frsize
-
-
-def now() -> str:
-    """ISO 8601 UTC with milliseconds, e.g. `2026-11-21T10:30:00.123Z`."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class SqliteBackend:
