@@ -237,26 +237,40 @@ def note_for(intent: str, value: Any, *, require: bool = True) -> str:
     return text(value, "note", MAX_NOTE, required=needed, allow_empty=not needed) or ""
 
 
-def _texts(composite: Composite, data: Mapping[str, Any], field: str) -> dict[str, str | None]:
-    """The text parts of composite `field` as its table says (`required`, `filled`, `limit`),
-    each checked before any part's `pattern`, then those."""
-    out = {
-        p.key: text(
-            data.get(p.key),
-            f"{field}.{p.key}",
-            _part_limit(p),
-            required=p.required,
-            allow_empty=not (p.required or p.filled),
-        )
+def _text_rules(composite: Composite, field: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Composite `field`'s text parts as its table says them, made once: (key, name, limit,
+    required, allow_empty) for each, then (key, name, pattern, what it names) for a pattern."""
+    texts = tuple(
+        (p.key, f"{field}.{p.key}", _part_limit(p), p.required, not (p.required or p.filled))
         for p in composite.parts
         if p.type == "string"
+    )
+    patterns = tuple(
+        (p.key, f"{field}.{p.key}", PATTERNS[p.key], p.pattern[1])
+        for p in composite.parts
+        if p.pattern is not None
+    )
+    return texts, patterns
+
+
+TEXT_RULES = {
+    "quote": _text_rules(QUOTE, "quote"),
+    "elementSelector": _text_rules(ELEMENT_SELECTOR, "elementSelector"),
+}
+
+
+def _texts(data: Mapping[str, Any], field: str) -> dict[str, str | None]:
+    """The text parts of composite `field` (`TEXT_RULES`), each checked before any part's
+    `pattern`, then those."""
+    texts, patterns = TEXT_RULES[field]
+    out = {
+        key: text(data.get(key), name, limit, required=required, allow_empty=allow_empty)
+        for key, name, limit, required, allow_empty in texts
     }
-    for p in composite.parts:
-        value = out.get(p.key)
-        if p.pattern is not None and value and not PATTERNS[p.key].match(value):
-            raise ValidationError(
-                f"{field}.{p.key} must be {p.pattern[1]}, got {value!r}", f"{field}.{p.key}"
-            )
+    for key, name, pattern, names in patterns:
+        value = out[key]
+        if value and not pattern.match(value):
+            raise ValidationError(f"{name} must be {names}, got {value!r}", name)
     return out
 
 
@@ -289,15 +303,16 @@ def _offsets(composite: Composite, data: Mapping[str, Any], field: str) -> dict[
     return out
 
 
+ELEMENT_OBJECTS = tuple(p for p in ELEMENT_SELECTOR.parts if p.type == "object")
+
+
 def element_selector(value: Any) -> dict[str, Any]:
     data = _object_of(value, ELEMENT_SELECTOR, "elementSelector")
     out: dict[str, Any] = {
-        key: checked or ""
-        for key, checked in _texts(ELEMENT_SELECTOR, data, "elementSelector").items()
+        key: checked or "" for key, checked in _texts(data, "elementSelector").items()
     }
-    for p in ELEMENT_SELECTOR.parts:
-        if p.type == "object":
-            out[p.key] = _entries(p, data.get(p.key), "elementSelector")
+    for p in ELEMENT_OBJECTS:
+        out[p.key] = _entries(p, data.get(p.key), "elementSelector")
     return out
 
 
@@ -362,7 +377,7 @@ def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
             required=True,
             allow_empty=False,
         )
-        quote = _texts(QUOTE, _object_of(data.get("quote") or {}, QUOTE, "quote"), "quote")
+        quote = _texts(_object_of(data.get("quote") or {}, QUOTE, "quote"), "quote")
         out["selected_text"] = selected
         given = {"selectedText": selected}
         for p in QUOTE.parts:
