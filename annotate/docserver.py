@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import documents
-from .backends.sqlite import DEFAULT_DIR
+from .backends import DEFAULT_DIR
 from .errors import AnnotateError
 from .plans import Plan, Revision
 from .store import Store

@@ -8,7 +8,7 @@ of `Part`s, one per key of the object, each with its column. From these tables, 
 - `to_dict` of `models.Annotation`, `PageNote` and `Reply` (`Table.to_dict`), and of the objects
   the composites read as (`TextQuote`, `Source`, …: `Composite.to_dict`);
 - the row decoders `store.decode_annotation`, `decode_page_note`, `decode_reply` (`Table.decoder`);
-- the JSON SQLite writes for listings, `sqljson.ANNOTATION_JSON` (`Field.sql_expr`);
+- the JSON SQLite writes for listings, `backends/sqlite_json.ANNOTATION_JSON` (`Field.sql_expr`);
 - the OpenAPI schemas of answers and of create bodies (annotate/web/openapi.py);
 - the limits and the field sets of annotate/validation.py (`limit`, `input`, `editable`);
 - the rows of the Markdown export: their columns (`Table.select`) and names (`Table.row`, which
@@ -130,8 +130,21 @@ class Part:
     # state), written in SQL as `sql` over the row `a`.
     derive: Callable[[Any], Any] | None = None
     sql: str = ""
-    # The longest text it takes (annotate/validation.py, annotate/importing.py).
+    # The longest text it takes (annotate/validation.py, annotate/importing.py); an object
+    # part's values.
     limit: int | None = None
+    # What a client may send in it (annotate/validation.py): a text `required` (given, not
+    # blank) or `filled` (not blank when given); matching `pattern`, which names it for the
+    # message ("an element name"); when not given, the value of the input field `fallback`;
+    # not less than the part `not_before`. An object part: at most `entries` names of at most
+    # `name_limit` characters.
+    required: bool = False
+    filled: bool = False
+    pattern: tuple[str, str] | None = None
+    fallback: str = ""
+    not_before: str = ""
+    entries: int | None = None
+    name_limit: int | None = None
 
     @property
     def attr(self) -> str:
@@ -524,7 +537,7 @@ class Table:
 QUOTE = Composite(
     "Quote",
     (
-        Part("exact", "quote_exact", blank="", limit=10_000),
+        Part("exact", "quote_exact", blank="", limit=10_000, filled=True, fallback="selectedText"),
         Part("prefix", "quote_prefix", blank="", limit=1_000),
         Part("suffix", "quote_suffix", blank="", limit=1_000),
     ),
@@ -536,7 +549,7 @@ POSITION = Composite(
     "Position",
     (
         Part("start", "position_start", type="integer"),
-        Part("end", "position_end", type="integer"),
+        Part("end", "position_end", type="integer", not_before="start"),
     ),
     when=lambda r: r["type"] == "text" and r["position_start"] is not None,
     when_sql="{a}type = 'text' AND {a}position_start IS NOT NULL",
@@ -546,11 +559,13 @@ POSITION = Composite(
 ELEMENT_SELECTOR = Composite(
     "ElementSelector",
     (
-        Part("cssSelector", blank="", limit=2_000),
+        Part("cssSelector", blank="", limit=2_000, required=True),
         Part("xpath", blank="", limit=2_000),
-        Part("tagName", blank="", limit=64),
+        Part(
+            "tagName", blank="", limit=64, pattern=(r"^[A-Za-z][A-Za-z0-9-]*$", "an element name")
+        ),
         Part("description", blank="", limit=1_000),
-        Part("attributes", type="object"),
+        Part("attributes", type="object", limit=2_000, entries=50, name_limit=200),
         Part("outerHtmlPreview", blank="", limit=5_000),
     ),
     when=lambda r: r["type"] != "text",
@@ -638,7 +653,7 @@ REPLIES = Field(
     ref="Reply",
     argument=True,
     # json(): a subquery's result loses the mark that makes json_object embed it as JSON.
-    # `{reply}`: annotate/sqljson.py puts a reply's JSON (from REPLY) there.
+    # `{reply}`: annotate/backends/sqlite_json.py puts a reply's JSON (from REPLY) there.
     sql="json((SELECT json_group_array({reply}) FROM "
     "(SELECT * FROM replies WHERE parent_id = {a}id ORDER BY rowid) AS r))",
 )

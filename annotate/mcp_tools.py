@@ -27,7 +27,7 @@ from . import context as context_module
 from . import export
 from . import store as store_module
 from .agents import DEFAULT_WAIT_S, MAX_WAIT_S, intents, mode_instructions, no_review, order_of_work
-from .backends.sqlite import DEFAULT_DIR
+from .backends import DEFAULT_DIR
 from .context import DEFAULT_LINES, MAX_LINES
 from .errors import AnnotateError
 from .mcp_http import bearer, person

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends import Backend, Connection
-from .backends.sqlite import now
+from .backends import Backend, Connection, now
 from .errors import Unauthorized, ValidationError
 from .identity import Person, hash_token, new_token, parse_role, person_name, same_hash
 

@@ -17,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend
-from .backends.sqlite import now
+from .backends import Backend, now
 from .errors import NotFoundError, ValidationError
 from .models import DECISIONS
 

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import validation as validate
-from .backends import Backend, Connection
-from .backends.sqlite import now
+from .backends import Backend, Connection, now
 from .documents import word_diff_counted
 from .errors import ReviewNotFound, ValidationError
 from .identity import Person

@@ -11,6 +11,7 @@ written with sqlite-utils, have its own DDL there (`own_migration`); every later
 both as it is, so it may only call `db.execute(sql)` with SQL both accept (`?` placeholders,
 `CREATE TABLE` / `ALTER TABLE … ADD COLUMN` with the types `TEXT`, `BIGINT`, `DOUBLE PRECISION`;
 `dialect(db)` says which database it is, `serial(db)` spells an increasing key for a new table,
+`blob(db)` the type of a column of bytes,
 `db.add_column(table, column, json_type)` adds a field's column). On PostgreSQL the item tables
 have an identity column named `rowid`, so `ORDER BY rowid` keeps meaning creation order.
 """
@@ -24,7 +25,7 @@ import sqlite_utils
 
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 
-__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "dialect", "migrate", "serial"]
+__all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "blob", "dialect", "migrate", "serial"]
 
 
 def dialect(db: Any) -> str:
@@ -36,6 +37,11 @@ def serial(db: Any, column: str = "seq") -> str:
     """The DDL of an increasing integer key for a new table (numbered in insertion order), in the
     spelling of `db`'s backend: `CREATE TABLE t ({serial(db)}, …)` in a migration."""
     return str(db.serial(column))
+
+
+def blob(db: Any) -> str:
+    """The column type of bytes in the spelling of `db`'s backend (BLOB, BYTEA)."""
+    return str(db.blob_type)
 
 
 def _initial(db: sqlite_utils.Database) -> None:
@@ -218,11 +224,10 @@ def _new_columns(version: int) -> Callable[[sqlite_utils.Database], None]:
 def _screenshots(db: Any) -> None:
     # Issue #30: a WebP image per note (annotate/screenshots.py), beside the notes, not in
     # docs_dir; deleted with its note.
-    blob = "BYTEA" if dialect(db) == "postgresql" else "BLOB"
     db.execute(
         "CREATE TABLE screenshots (note_id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
         "media_type TEXT NOT NULL, width BIGINT NOT NULL, height BIGINT NOT NULL, "
-        f"size BIGINT NOT NULL, created_at TEXT NOT NULL, author TEXT, data {blob} NOT NULL)"
+        f"size BIGINT NOT NULL, created_at TEXT NOT NULL, author TEXT, data {blob(db)} NOT NULL)"
     )
 
 

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .backends import now
 from .backends.interface import Backend
-from .backends.sqlite import now
 from .errors import AnnotationNotFound, NotFoundError, PageNoteNotFound, ValidationError
 from .identity import Person, check
 

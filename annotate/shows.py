@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from .backends import Backend
-from .backends.sqlite import now
+from .backends import Backend, now
 from .errors import ShowNotFound, ValidationError
 from .models import Shown
 from .sources import Sources

@@ -18,8 +18,7 @@ from typing import Any, Protocol
 
 from . import pages, reconcile, urls
 from . import validation as validate
-from .backends import Backend, Connection
-from .backends.sqlite import now
+from .backends import Backend, Connection, now
 from .errors import StoreReadOnlyError
 from .models import Build
 from .tables import IN_CHUNK, Row, Tables

@@ -30,7 +30,7 @@ from . import build as builds
 from . import validation as validate
 from .anchors import Anchors
 from .backends import Backend, Connection, ExportRows, is_url, open_backend
-from .backends.sqlite import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
+from .backends.interface import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, now
 from .bulk import Bulk
 from .errors import (
     AnnotationNotFound,
@@ -319,7 +319,7 @@ class Store:
         annotations`: one filter (`annotate.filters.Filter`), at most `limit` from `offset`; only
         the annotations returned are reconciled with their Markdown files. `as_json`: the JSON
         array of their `to_dict()`s, written by SQLite (no object per row: the web API's listing,
-        read on every page load; annotate/sqljson.py).
+        read on every page load; annotate/backends/sqlite_json.py).
         """
         found = Filter.of(
             None if page_url is None else self.page_url(page_url),

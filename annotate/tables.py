@@ -17,8 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from . import validation as validate
-from .backends import Backend, Connection, Rows
-from .backends.sqlite import now
+from .backends import Backend, Connection, Rows, now
 from .errors import AnnotationNotFound, InvalidTransition, PageNoteNotFound
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 from .identity import Person

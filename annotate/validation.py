@@ -53,16 +53,25 @@ MAX_MESSAGE = 10_000
 MAX_REVIEW_IDS = 1_000
 MAX_POSITION = 100_000_000
 ELEMENT_LIMITS = {p.key: _part_limit(p) for p in ELEMENT_SELECTOR.parts if p.type == "string"}
-MAX_ATTRIBUTES = 50
-MAX_ATTRIBUTE_NAME = 200
-MAX_ATTRIBUTE_VALUE = 2_000
+_ATTRIBUTES = ELEMENT_SELECTOR["attributes"]
+assert _ATTRIBUTES.entries is not None and _ATTRIBUTES.name_limit is not None
+MAX_ATTRIBUTES = _ATTRIBUTES.entries
+MAX_ATTRIBUTE_NAME = _ATTRIBUTES.name_limit
+MAX_ATTRIBUTE_VALUE = _part_limit(_ATTRIBUTES)
 
 # A lone UTF-16 surrogate (`"\ud800"` in JSON, or a byte that is not UTF-8 in a command-line
 # argument) is a str Python holds but cannot write as UTF-8: SQLite, the terminal and the MCP
 # transport would all fail on it later (issue #17).
 SURROGATE = re.compile("[\ud800-\udfff]")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
-TAG_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+# The parts a composite's table gives a pattern, compiled (tagName: an element name).
+PATTERNS = {
+    p.key: re.compile(p.pattern[0])
+    for c in (QUOTE, POSITION, ELEMENT_SELECTOR)
+    for p in c.parts
+    if p.pattern is not None
+}
+TAG_PATTERN = PATTERNS["tagName"]
 
 # Fields of the JSON shape that the store sets itself: accepted on create (a client may send back an
 # object it received) but never taken from the client.
@@ -228,41 +237,82 @@ def note_for(intent: str, value: Any, *, require: bool = True) -> str:
     return text(value, "note", MAX_NOTE, required=needed, allow_empty=not needed) or ""
 
 
-def element_selector(value: Any) -> dict[str, Any]:
-    data = _object_of(value, ELEMENT_SELECTOR, "elementSelector")
-    out: dict[str, Any] = {}
-    for key, limit in ELEMENT_LIMITS.items():
-        out[key] = (
-            text(
-                data.get(key),
-                f"elementSelector.{key}",
-                limit,
-                required=key == "cssSelector",
-                allow_empty=key != "cssSelector",
-            )
-            or ""
-        )
-    if out["tagName"] and not TAG_PATTERN.match(out["tagName"]):
+def _text_rules(composite: Composite, field: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Composite `field`'s text parts as its table says them, made once: (key, name, limit,
+    required, allow_empty) for each, then (key, name, pattern, what it names) for a pattern."""
+    texts = tuple(
+        (p.key, f"{field}.{p.key}", _part_limit(p), p.required, not (p.required or p.filled))
+        for p in composite.parts
+        if p.type == "string"
+    )
+    patterns = tuple(
+        (p.key, f"{field}.{p.key}", PATTERNS[p.key], p.pattern[1])
+        for p in composite.parts
+        if p.pattern is not None
+    )
+    return texts, patterns
+
+
+TEXT_RULES = {
+    "quote": _text_rules(QUOTE, "quote"),
+    "elementSelector": _text_rules(ELEMENT_SELECTOR, "elementSelector"),
+}
+
+
+def _texts(data: Mapping[str, Any], field: str) -> dict[str, str | None]:
+    """The text parts of composite `field` (`TEXT_RULES`), each checked before any part's
+    `pattern`, then those."""
+    texts, patterns = TEXT_RULES[field]
+    out = {
+        key: text(data.get(key), name, limit, required=required, allow_empty=allow_empty)
+        for key, name, limit, required, allow_empty in texts
+    }
+    for key, name, pattern, names in patterns:
+        value = out[key]
+        if value and not pattern.match(value):
+            raise ValidationError(f"{name} must be {names}, got {value!r}", name)
+    return out
+
+
+def _entries(part: Part, value: Any, field: str) -> dict[str, str]:
+    """An object part (name → text): at most `entries` names, each within `name_limit` and not
+    blank, each value a text within `limit`."""
+    name = f"{field}.{part.key}"
+    entries = _mapping(value or {}, name)
+    assert part.entries is not None and part.name_limit is not None, part.key
+    if len(entries) > part.entries:
         raise ValidationError(
-            f"elementSelector.tagName must be an element name, got {out['tagName']!r}",
-            "elementSelector.tagName",
-        )
-    attributes = data.get("attributes") or {}
-    attributes = _mapping(attributes, "elementSelector.attributes")
-    if len(attributes) > MAX_ATTRIBUTES:
-        raise ValidationError(
-            f"elementSelector.attributes has {len(attributes)} entries; the limit is "
-            f"{MAX_ATTRIBUTES}",
-            "elementSelector.attributes",
+            f"{name} has {len(entries)} entries; the limit is {part.entries}", name
         )
     clean: dict[str, str] = {}
-    for name, val in attributes.items():
-        text(name, "elementSelector.attributes name", MAX_ATTRIBUTE_NAME, allow_empty=False)
-        clean[name] = (
-            text(val, f"elementSelector.attributes.{name}", MAX_ATTRIBUTE_VALUE, required=True)
-            or ""
-        )
-    out["attributes"] = clean
+    for key, val in entries.items():
+        text(key, f"{name} name", part.name_limit, allow_empty=False)
+        clean[key] = text(val, f"{name}.{key}", _part_limit(part), required=True) or ""
+    return clean
+
+
+def _offsets(composite: Composite, data: Mapping[str, Any], field: str) -> dict[str, int]:
+    """The whole-number parts of composite `field`, each within 0 to MAX_POSITION and not less
+    than its `not_before` part."""
+    out = {p.key: _offset(data.get(p.key), f"{field}.{p.key}") for p in composite.parts}
+    for p in composite.parts:
+        if p.not_before and out[p.key] < out[p.not_before]:
+            raise ValidationError(
+                f"{field}.{p.key} must not be before {field}.{p.not_before}", f"{field}.{p.key}"
+            )
+    return out
+
+
+ELEMENT_OBJECTS = tuple(p for p in ELEMENT_SELECTOR.parts if p.type == "object")
+
+
+def element_selector(value: Any) -> dict[str, Any]:
+    data = _object_of(value, ELEMENT_SELECTOR, "elementSelector")
+    out: dict[str, Any] = {
+        key: checked or "" for key, checked in _texts(data, "elementSelector").items()
+    }
+    for p in ELEMENT_OBJECTS:
+        out[p.key] = _entries(p, data.get(p.key), "elementSelector")
     return out
 
 
@@ -327,22 +377,18 @@ def annotation_input(data: Any, *, require_note: bool = True) -> dict[str, Any]:
             required=True,
             allow_empty=False,
         )
-        quote = _object_of(data.get("quote") or {}, QUOTE, "quote")
+        quote = _texts(_object_of(data.get("quote") or {}, QUOTE, "quote"), "quote")
         out["selected_text"] = selected
+        given = {"selectedText": selected}
         for p in QUOTE.parts:
-            value = text(
-                quote.get(p.key), f"quote.{p.key}", _part_limit(p), allow_empty=p.key != "exact"
-            )
-            # The exact text is the selected text unless given; the context may be empty.
-            out[p.column] = value or (selected if p.key == "exact" else p.blank)
+            # The exact text is the selected text unless given (`fallback`); the context may
+            # be empty.
+            out[p.column] = quote[p.key] or (given[p.fallback] if p.fallback else p.blank)
         if data.get("position") is not None:
-            position = _object_of(data["position"], POSITION, "position")
-            start, end = (_offset(position.get(p.key), f"position.{p.key}") for p in POSITION.parts)
-            if end < start:
-                raise ValidationError(
-                    "position.end must not be before position.start", "position.end"
-                )
-            out["position_start"], out["position_end"] = start, end
+            position = _offsets(
+                POSITION, _object_of(data["position"], POSITION, "position"), "position"
+            )
+            out.update((p.column, position[p.key]) for p in POSITION.parts)
         out["in_code"], out["occurrence"] = where_on_page(data)
     else:
         for name in ("selectedText", "quote", "position", "inCode", "occurrence"):

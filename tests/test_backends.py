@@ -79,7 +79,9 @@ def test_no_module_outside_the_backends_knows_a_database() -> None:
         if PACKAGE / "backends" in path.parents or path in allowed:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        found = _imported(tree) & {"sqlite3", "psycopg", "psycopg_pool", "pgdb", "dbfile"}
+        # A backend's own module too: what the nouns share (`now`, DEFAULT_DIR) is the package's.
+        known = {"sqlite3", "psycopg", "psycopg_pool", "pgdb", "dbfile"}
+        found = _imported(tree) & (known | {"backends.sqlite", "backends.postgres"})
         found |= {
             n.id
             for n in ast.walk(tree)

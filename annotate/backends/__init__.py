@@ -8,11 +8,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from .interface import Backend, Connection, Cursor, ExportRows, Rows
+from .interface import (
+    BUSY_TIMEOUT_S,
+    DEFAULT_DIR,
+    DEFAULT_FILE,
+    Backend,
+    Connection,
+    Cursor,
+    ExportRows,
+    Rows,
+    now,
+)
 from .postgres import PostgresBackend
-from .sqlite import BUSY_TIMEOUT_S, SqliteBackend
+from .sqlite import SqliteBackend
 
 __all__ = [
+    "BUSY_TIMEOUT_S",
+    "DEFAULT_DIR",
+    "DEFAULT_FILE",
     "SCHEMES",
     "Backend",
     "Connection",
@@ -20,6 +33,7 @@ __all__ = [
     "ExportRows",
     "Rows",
     "is_url",
+    "now",
     "open_backend",
 ]
 

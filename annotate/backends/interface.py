@@ -12,10 +12,33 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["Backend", "Connection", "Cursor", "ExportRows", "Rows"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "DEFAULT_DIR",
+    "DEFAULT_FILE",
+    "Backend",
+    "Connection",
+    "Cursor",
+    "ExportRows",
+    "Rows",
+    "now",
+]
+
+# What every backend shares: the project's folder of the store (the SQLite file's, the token's),
+# how long a transaction waits for the write lock, and the timestamps both write as TEXT.
+DEFAULT_DIR = ".annotate"
+DEFAULT_FILE = "annotations.db"
+BUSY_TIMEOUT_S = 10.0
+
+
+def now() -> str:
+    """ISO 8601 UTC with milliseconds, e.g. `2026-11-21T10:30:00.123Z`."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
 
 # The columns' names and the rows, as plain tuples.
 Rows = tuple[list[str], list[tuple[Any, ...]]]

@@ -47,9 +47,8 @@ from ..errors import (
     StoreUnreachableError,
     ValidationError,
 )
-from .interface import ExportRows, Rows
+from .interface import BUSY_TIMEOUT_S, ExportRows, Rows, now
 from .postgres_schema import Migrator
-from .sqlite import BUSY_TIMEOUT_S, now
 
 __all__ = ["CHANNEL", "PostgresBackend", "postgres_sql", "redact"]
 

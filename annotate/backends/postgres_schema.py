@@ -83,6 +83,7 @@ class Migrator:
     and this database's spelling of what the SQLite migrations write with sqlite-utils."""
 
     dialect = "postgresql"
+    blob_type = "BYTEA"
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn

@@ -18,7 +18,6 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,11 @@ from ..errors import (
     StoreReadOnlyError,
 )
 from ..fields import ANNOTATION, PAGE_NOTE
-from ..sqljson import ANNOTATION_JSON
-from .interface import Connection, ExportRows, Rows
+from .interface import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, Connection, ExportRows, Rows, now
+from .sqlite_json import ANNOTATION_JSON
 
 __all__ = ["BUSY_TIMEOUT_S", "DEFAULT_DIR", "DEFAULT_FILE", "SqliteBackend", "now"]
 
-DEFAULT_DIR = ".annotate"
-DEFAULT_FILE = "annotations.db"
-BUSY_TIMEOUT_S = 10.0
 
 log = logging.getLogger("annotate.store")
 
@@ -93,6 +89,7 @@ class Migrator(sqlite_utils.Database):
     pieces whose spelling differs by database."""
 
     dialect = "sqlite"
+    blob_type = "BLOB"
 
     def serial(self, column: str) -> str:
         return f"{column} INTEGER PRIMARY KEY AUTOINCREMENT"
@@ -145,11 +142,6 @@ def _free_bytes(folder: Path) -> int | None:
     except (OSError, AttributeError):
         return None
     return st.f_bavail * st.f_frsize
-
-
-def now() -> str:
-    """ISO 8601 UTC with milliseconds, e.g. `2026-11-21T10:30:00.123Z`."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class SqliteBackend:
@@ -542,7 +534,7 @@ class SqliteBackend:
     def annotations_json(
         self, conn: Connection, where: str, page: str, params: Sequence[Any]
     ) -> str:
-        """The listing's JSON written by SQLite (annotate/sqljson.py): no object per row, for
+        """The listing's JSON written by SQLite (annotate/backends/sqlite_json.py): no object per row, for
         the web API's listing, read on every page load."""
         rows = conn.execute(
             f"SELECT {ANNOTATION_JSON} FROM annotations AS a WHERE {where} ORDER BY a.rowid{page}",

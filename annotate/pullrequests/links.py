@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends import now
 from ..backends.interface import Backend
-from ..backends.sqlite import now
 
 __all__ = ["Link", "PullRequestLinks", "Target"]
 

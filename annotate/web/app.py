@@ -31,7 +31,7 @@ from .. import __version__, export, strictjson, urls
 from .. import build as builds
 from .. import validation as validate
 from ..anchoring.pagecache import Anchors
-from ..backends.sqlite import DEFAULT_DIR
+from ..backends import DEFAULT_DIR
 from ..errors import AnnotateError, AnnotationNotFound, ValidationError
 from ..identity import Person
 from ..models import Annotation
