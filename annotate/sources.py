@@ -52,6 +52,8 @@ ORIGINAL_COLUMNS = {
     "original_line_end": "source_line_end",
     "original_excerpt": "source_excerpt",
 }
+# What an update holds for a note located in the very text its file holds again (reconcile.py).
+MTIME_ONLY = {"source_file", "source_mtime"}
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -261,18 +263,35 @@ class Sources:
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
+        same = self._file.same
+        # Write only if the inputs of the plan are still current: another connection may have
+        # re-anchored (new replacedText, a newer check) or deleted it meanwhile, and its answer is
+        # the newer one.
+        guard = (
+            f"WHERE id = ? AND replaced_text {same} ? AND source_file {same} ? "
+            f"AND source_mtime {same} ? AND quote_exact {same} ?"
+        )
+        # Notes whose file was saved unchanged (and theme text, never found) only record the
+        # file's new time: one batched statement for them all (a page's notes, a checkout's).
+        saved = {id for id, values in updates.items() if values.keys() == MTIME_ONLY}
         with self._file.transaction(write=True) as conn:
+            if saved:
+                conn.executemany(
+                    f"UPDATE annotations SET source_file = ?, source_mtime = ? {guard}",
+                    [
+                        (updates[id]["source_file"], updates[id]["source_mtime"], id, by_id[id]["replaced_text"],
+                         by_id[id]["source_file"], by_id[id]["source_mtime"],
+                         by_id[id]["quote_exact"])
+                        for id in saved
+                    ],
+                )  # fmt: skip
             for id, values in updates.items():
+                if id in saved:
+                    continue  # written above
                 row = by_id[id]
                 sets = ", ".join(f"{k} = ?" for k in values)
-                same = self._file.same
-                # Write only if the inputs of the plan are still current: another connection may
-                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
-                # its answer is the newer one.
                 cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text {same} ? "
-                    f"AND source_file {same} ? AND source_mtime {same} ? "
-                    f"AND quote_exact {same} ?",
+                    f"UPDATE annotations SET {sets} {guard}",
                     (*values.values(), id, row["replaced_text"], row["source_file"],
                      row["source_mtime"], row["quote_exact"]),
                 )  # fmt: skip
