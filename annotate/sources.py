@@ -52,8 +52,6 @@ ORIGINAL_COLUMNS = {
     "original_line_end": "source_line_end",
     "original_excerpt": "source_excerpt",
 }
-# What an update holds for a note located in the very text its file holds again (reconcile.py).
-MTIME_ONLY = {"source_file", "source_mtime"}
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -271,32 +269,25 @@ class Sources:
             f"WHERE id = ? AND replaced_text {same} ? AND source_file {same} ? "
             f"AND source_mtime {same} ? AND quote_exact {same} ?"
         )
-        # Notes whose file was saved unchanged (and theme text, never found) only record the
-        # file's new time: one batched statement for them all (a page's notes, a checkout's).
-        saved = {id for id, values in updates.items() if values.keys() == MTIME_ONLY}
+        # Updates no reader sees (the file's new time and lines, a note found where it was) need
+        # no change row: one batched statement for each set of columns (a page's notes, a
+        # checkout's); the others one by one, each with its change row if it was written.
+        quiet: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
         with self._file.transaction(write=True) as conn:
-            if saved:
-                conn.executemany(
-                    f"UPDATE annotations SET source_file = ?, source_mtime = ? {guard}",
-                    [
-                        (updates[id]["source_file"], updates[id]["source_mtime"], id, by_id[id]["replaced_text"],
-                         by_id[id]["source_file"], by_id[id]["source_mtime"],
-                         by_id[id]["quote_exact"])
-                        for id in saved
-                    ],
-                )  # fmt: skip
             for id, values in updates.items():
-                if id in saved:
-                    continue  # written above
                 row = by_id[id]
+                params = (*values.values(), id, row["replaced_text"], row["source_file"],
+                          row["source_mtime"], row["quote_exact"])  # fmt: skip
+                if not reconcile.changed(row, values):
+                    quiet.setdefault(tuple(values), []).append(params)
+                    continue
                 sets = ", ".join(f"{k} = ?" for k in values)
-                cur = conn.execute(
-                    f"UPDATE annotations SET {sets} {guard}",
-                    (*values.values(), id, row["replaced_text"], row["source_file"],
-                     row["source_mtime"], row["quote_exact"]),
-                )  # fmt: skip
-                if cur.rowcount and reconcile.changed(row, values):
+                cur = conn.execute(f"UPDATE annotations SET {sets} {guard}", params)
+                if cur.rowcount:
                     self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
+            for columns, batch in quiet.items():
+                sets = ", ".join(f"{k} = ?" for k in columns)
+                conn.executemany(f"UPDATE annotations SET {sets} {guard}", batch)
         return len(updates)
 
     def locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:

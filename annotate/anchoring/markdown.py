@@ -106,12 +106,8 @@ class Haystack:
         the rest of a page's preparation, and most pages need none (their offsets are sorted).
         """
         if self._reach is None:
-            offsets = self.offsets
-            self._reach = (
-                offsets
-                if sorted(offsets) == offsets.tolist()
-                else array("q", accumulate(offsets, max))
-            )
+            # Sorted offsets are their own running maximum: one pass either way, no sort.
+            self._reach = array("q", accumulate(self.offsets, max))
         return self._reach
 
     def index_of_line(self, line: int) -> int:
@@ -425,6 +421,13 @@ def _excerpt(lines: list[str]) -> str:
     return excerpt
 
 
+# A page's notes are located again after every edit of it: their quotes and contexts are the same
+# strings each time, folded once.
+@lru_cache(maxsize=8192)
+def _folded(part: str) -> str:
+    return normalise(part)[0]
+
+
 class _Source(NamedTuple):
     """A Markdown file as `locate_in_markdown` reads it: line ends made `\\n`, and its lines."""
 
@@ -463,7 +466,7 @@ def locate_in_markdown(
     `in_code` (the selection starts inside `<pre>`/`<code>`) and `occurrence` (its index among
     the page's occurrences of the quote of that kind) say which copy the reviewer selected.
     """
-    quote, before, after = (normalise(part)[0] for part in (exact, prefix, suffix))
+    quote, before, after = _folded(exact), _folded(prefix), _folded(suffix)
     # Whitespace at the quote's edges belongs to its context, where the search looks for it.
     if quote.startswith(" "):
         before = before.rstrip() + " "
