@@ -114,22 +114,18 @@ class Locator:
         return entry[1] if entry else None
 
 
-def prepare_file(locator: Locator, path: str | None, prepared: dict[str, float]) -> bool:
-    """Parse Markdown file `path` now, unless it was parsed since its last change (`prepared`:
-    path -> the mtime it was parsed at), so that locating a note in it is a lookup. A verb calls
-    it before its write lock (docs/architecture.md, "When a verb reads the Markdown"). Returns
-    whether the file was found."""
-    mtime = locator.mtime(path) if path else None
-    if path is None or mtime is None:
-        return False
-    if prepared.get(path) == mtime:
-        return True  # parsed since its last change (and most likely still cached)
-    text = locator.read(path)
+def prepare_file(locator: Locator, path: str | None) -> bool:
+    """Parse Markdown file `path` now, unless its text is parsed already, so that locating a
+    note in it is a lookup. A verb calls it before its write lock (docs/architecture.md, "When a
+    verb reads the Markdown"), the anchor route on every page load. Returns whether the file was
+    found."""
+    # Read each time, not skipped by mtime: on a site of more pages than the parse cache holds a
+    # page parsed once may be gone from it, and its next first note would pay the parse.
+    text = locator.read(path) if path else None
     if text is None:
         return False
     sourcemap.prepare(text)
     line_hashes(text)  # what the note keeps of its file's lines, cached as the parse is
-    prepared[path] = mtime
     return True
 
 

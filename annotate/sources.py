@@ -84,8 +84,6 @@ class Sources:
         self._file = backend
         self._tables = Tables(backend)
         self._project = project
-        # Markdown path -> mtime when `prepare_page` last parsed it.
-        self._prepared: dict[str, float] = {}
 
     @contextlib.contextmanager
     def reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
@@ -201,7 +199,7 @@ class Sources:
         """
         locator = self.locator()
         path = locator.page_file(self.page_url(page_url))
-        return reconcile.prepare_file(locator, path, self._prepared)
+        return reconcile.prepare_file(locator, path)
 
     def prepare_note(self, id: str) -> None:
         """Parse note `id`'s Markdown file before a verb's write lock, where locating the note
@@ -213,7 +211,7 @@ class Sources:
         )
         if row is not None:
             locator = self.locator()
-            reconcile.prepare_file(locator, row[1] or locator.page_file(row[0]), self._prepared)
+            reconcile.prepare_file(locator, row[1] or locator.page_file(row[0]))
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file (relative to the project) a page is built from: the plugin's record,

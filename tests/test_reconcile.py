@@ -426,3 +426,18 @@ def test_a_file_saved_unchanged_is_not_parsed_again(project: Path, db_url: str |
     touch_write(md, "# Install\n\nAbove.\n\n" + PAGE.split("\n", 1)[1] + "\nOne more line.\n")
     assert store.get_annotation(a.id).source.line_start == 16  # type: ignore[union-attr]
     store.close()
+
+
+def test_prepare_page_parses_again_a_page_gone_from_the_parse_cache(
+    project: Path, db_url: str | None
+) -> None:
+    # A site of more pages than the cache holds: the page the overlay loads again was parsed
+    # once, long ago, and its first note must not pay the parse.
+    store = annotate.open(project, db=db_url)
+    assert store.prepare_page("/install/")
+    anchoring_markdown.haystack_of.cache_clear()  # what a thousand other pages would do
+    assert store.prepare_page("/install/")
+    assert anchoring_markdown.haystack_of.cache_info().misses == 1
+    store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    assert anchoring_markdown.haystack_of.cache_info().misses == 1  # saved without a parse
+    store.close()
