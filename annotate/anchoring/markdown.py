@@ -106,8 +106,12 @@ class Haystack:
         the rest of a page's preparation, and most pages need none (their offsets are sorted).
         """
         if self._reach is None:
-            # Sorted offsets are their own running maximum: one pass either way, no sort.
-            self._reach = array("q", accumulate(self.offsets, max))
+            offsets = self.offsets
+            self._reach = (
+                offsets
+                if sorted(offsets) == offsets.tolist()
+                else array("q", accumulate(offsets, max))
+            )
         return self._reach
 
     def index_of_line(self, line: int) -> int:
