@@ -188,7 +188,8 @@ def plan(
     # (a cache of the last pages parsed would lose them to notes in id order). The updates keep
     # the rows' order.
     found: dict[str, dict[str, Any]] = {}
-    for row in sorted(listed, key=lambda row: row["source_file"] or ""):
+    # A note without a file yet is located in its page's: by page, among those.
+    for row in sorted(listed, key=lambda row: (row["source_file"] or "", row["page_url"])):
         update = _plan_row(row, locator, force=force, build=build)
         if update is not None:
             found[row["id"]] = update

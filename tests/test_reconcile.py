@@ -441,3 +441,23 @@ def test_prepare_page_parses_again_a_page_gone_from_the_parse_cache(
     store.add_annotation(quote("Use pipx when you want the tool isolated"))
     assert anchoring_markdown.haystack_of.cache_info().misses == 1  # saved without a parse
     store.close()
+
+
+def test_notes_without_a_file_yet_are_located_page_by_page(
+    project: Path, db_url: str | None
+) -> None:
+    # Notes made before their pages' Markdown existed have no file: they are located in their
+    # page's file, each parsed once, whatever the order the notes were made in.
+    pages = 130
+    store = annotate.open(project, db=db_url)
+    for _ in range(2):
+        for i in range(pages):
+            store.add_annotation({**quote(f"Page {i} says hello"), "pageUrl": f"/p{i}/"})
+    for i in range(pages):
+        (project / "docs" / f"p{i}.md").write_text(f"# Page {i}\n\nPage {i} says hello {i}.\n")
+    anchoring_markdown.haystack_of.cache_clear()
+    assert store.reconcile() == 2 * pages
+    assert anchoring_markdown.haystack_of.cache_info().misses == pages
+    notes = store.list_annotations(include_resolved=True)
+    assert {(a.source.line_start if a.source else None) for a in notes} == {3}
+    store.close()
