@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from .anchoring.markdown import SourceMatch, excerpt, locate_in_markdown
@@ -54,6 +55,9 @@ def _element_text(selector: Mapping[str, Any]) -> str:
     return text
 
 
+# The element notes of a page are located one after another (reconcile.plan): a scan each is a
+# pass over the page per note.
+@lru_cache(maxsize=8)
 def _outside_fences(source: str) -> list[tuple[int, str]]:
     """(1-based number, line) of the lines that are not inside fenced code."""
     out: list[tuple[int, str]] = []

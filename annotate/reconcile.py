@@ -114,21 +114,18 @@ class Locator:
         return entry[1] if entry else None
 
 
-def prepare_file(locator: Locator, path: str | None, prepared: dict[str, float]) -> bool:
-    """Parse Markdown file `path` now, unless it was parsed since its last change (`prepared`:
-    path -> the mtime it was parsed at), so that locating a note in it is a lookup. A verb calls
-    it before its write lock (docs/architecture.md, "When a verb reads the Markdown"). Returns
-    whether the file was found."""
-    mtime = locator.mtime(path) if path else None
-    if path is None or mtime is None:
-        return False
-    if prepared.get(path) == mtime:
-        return True  # parsed since its last change (and most likely still cached)
-    text = locator.read(path)
+def prepare_file(locator: Locator, path: str | None) -> bool:
+    """Parse Markdown file `path` now, unless its text is parsed already, so that locating a
+    note in it is a lookup. A verb calls it before its write lock (docs/architecture.md, "When a
+    verb reads the Markdown"), the anchor route on every page load. Returns whether the file was
+    found."""
+    # Read each time, not skipped by mtime: on a site of more pages than the parse cache holds a
+    # page parsed once may be gone from it, and its next first note would pay the parse.
+    text = locator.read(path) if path else None
     if text is None:
         return False
     sourcemap.prepare(text)
-    prepared[path] = mtime
+    line_hashes(text)  # what the note keeps of its file's lines, cached as the parse is
     return True
 
 
@@ -186,76 +183,106 @@ def plan(
     located on: then it is located again even in an unchanged file, and `anchored_on` records
     that commit (`Build.anchored_on`, the answer's `build.anchoredOn`).
     """
-    updates: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if row["anchor_state"] == "removed":
-            continue  # a removed note's text was deleted on purpose: nothing to find
-        newer = _newer_build(row, build)
-        element = row["type"] == "element"
-        current = row["source_file"]
-        path = current
+    listed = list(rows)
+    # One file after another: each file's text and parse are then made once, however many files
+    # (a cache of the last pages parsed would lose them to notes in id order). The updates keep
+    # the rows' order.
+    found: dict[str, dict[str, Any]] = {}
+    # A note without a file yet is located in its page's: by page, among those.
+    for row in sorted(listed, key=lambda row: (row["source_file"] or "", row["page_url"])):
+        update = _plan_row(row, locator, force=force, build=build)
+        if update is not None:
+            found[row["id"]] = update
+    return {row["id"]: found[row["id"]] for row in listed if row["id"] in found}
+
+
+def _plan_row(
+    row: Mapping[str, Any], locator: Locator, *, force: bool, build: Build | None
+) -> dict[str, Any] | None:
+    """`plan` of one row: its column updates, or None when it needs none."""
+    if row["anchor_state"] == "removed":
+        return None  # a removed note's text was deleted on purpose: nothing to find
+    newer = _newer_build(row, build)
+    element = row["type"] == "element"
+    current = row["source_file"]
+    path = current
+    mtime = locator.mtime(path) if path else None
+    if mtime is None:
+        # New, or the file is gone: the page may now be built from another file.
+        path = locator.page_file(row["page_url"])
         mtime = locator.mtime(path) if path else None
-        if mtime is None:
-            # New, or the file is gone: the page may now be built from another file.
-            path = locator.page_file(row["page_url"])
-            mtime = locator.mtime(path) if path else None
-        if mtime is None:
-            if (current or element) and row["anchor_state"] != "orphaned":
-                updates[row["id"]] = {"anchor_state": "orphaned", "anchor_score": 0.0}
-            if newer is not None:
-                updates.setdefault(row["id"], {})["anchored_on"] = newer.anchored_on
-            continue
-        if not force and newer is None and path == current and row["source_mtime"] == mtime:
-            continue  # unchanged since the last check: costs nothing
-        text = locator.read(path)
-        if text is None:
-            continue
-        change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
+    if mtime is None:
+        gone: dict[str, Any] = {}
+        if (current or element) and row["anchor_state"] != "orphaned":
+            gone = {"anchor_state": "orphaned", "anchor_score": 0.0}
         if newer is not None:
-            change["anchored_on"] = newer.anchored_on
-        match = _element_source(text, row) if element else locate_source(text, row)[0]
-        # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
-        # never re-pointed at a directive near where it was.
-        was_markdown = bool(row["source_path"]) and row.get("source_kind") != "generated"
-        made = (
-            None if match is not None or element or was_markdown else _generated(text, row, locator)
+            gone["anchored_on"] = newer.anchored_on
+        return gone or None
+    if not force and newer is None and path == current and row["source_mtime"] == mtime:
+        return None  # unchanged since the last check: costs nothing
+    text = locator.read(path)
+    if text is None:
+        return None
+    change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
+    if not force and newer is None and path == current and _same_text(row, text):
+        # Saved again as it was (an editor's save, a checkout back): located in this very
+        # text with these very inputs, so found where it is.
+        return change
+    if newer is not None:
+        change["anchored_on"] = newer.anchored_on
+    match = _element_source(text, row) if element else locate_source(text, row)[0]
+    # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
+    # never re-pointed at a directive near where it was.
+    was_markdown = bool(row["source_path"]) and row.get("source_kind") != "generated"
+    made = None if match is not None or element or was_markdown else _generated(text, row, locator)
+    if match is not None:
+        change.update(
+            source_path=path,
+            source_line_start=match.line_start,
+            source_line_end=match.line_end,
+            source_excerpt=match.excerpt,
+            source_kind=None,
+            source_object=None,
+            anchor_state="anchored",
+            anchor_score=float(match.score),
+            source_lines=line_hashes(text),
         )
-        if match is not None:
-            change.update(
-                source_path=path,
-                source_line_start=match.line_start,
-                source_line_end=match.line_end,
-                source_excerpt=match.excerpt,
-                source_kind=None,
-                source_object=None,
-                anchor_state="anchored",
-                anchor_score=float(match.score),
-                source_lines=line_hashes(text),
-            )
-        elif made is not None:
-            change.update(
-                source_path=path,
-                source_line_start=made.line_start,
-                source_line_end=made.line_end,
-                source_excerpt=made.excerpt,
-                source_kind="generated",
-                source_object=made.object,
-                anchor_state="anchored",
-                anchor_score=100.0 if made.object else 80.0,
-                source_lines=line_hashes(text),
-            )
-        elif row["source_path"]:
-            # Seen before, not found now: rewritten. Keep the last known lines as a pointer,
-            # marked as last known (Source.last_known) so they claim nothing about the text
-            # that stands there now, carried through the edits around them when the file's lines
-            # as they were are known (issue #26).
-            change.update(anchor_state="stale", anchor_score=0.0)
-            change.update(_moved(row, path, line_hashes(text)))
-        elif element:
-            # Never anchored without a source (issue #13, class 7).
-            change.update(anchor_state="orphaned", anchor_score=0.0)
-        updates[row["id"]] = change
-    return updates
+    elif made is not None:
+        change.update(
+            source_path=path,
+            source_line_start=made.line_start,
+            source_line_end=made.line_end,
+            source_excerpt=made.excerpt,
+            source_kind="generated",
+            source_object=made.object,
+            anchor_state="anchored",
+            anchor_score=100.0 if made.object else 80.0,
+            source_lines=line_hashes(text),
+        )
+    elif row["source_path"]:
+        # Seen before, not found now: rewritten. Keep the last known lines as a pointer,
+        # marked as last known (Source.last_known) so they claim nothing about the text
+        # that stands there now, carried through the edits around them when the file's lines
+        # as they were are known (issue #26).
+        change.update(anchor_state="stale", anchor_score=0.0)
+        change.update(_moved(row, path, line_hashes(text)))
+    elif element:
+        # Never anchored without a source (issue #13, class 7).
+        change.update(anchor_state="orphaned", anchor_score=0.0)
+    return change
+
+
+def _same_text(row: Mapping[str, Any], text: str) -> bool:
+    """Whether a text note anchored in the Markdown itself was located in `text` as it is now
+    (the hashes of its lines are those kept when it was located). Not a note on generated text:
+    what a directive generated changes with the build, not with the file."""
+    return (
+        row["type"] == "text"
+        and row["anchor_state"] == "anchored"
+        and row.get("source_kind") is None
+        and bool(row.get("source_lines"))
+        and row["source_lines"] == line_hashes(text)
+    )
 
 
 # Keyed by the whole text, as sourcemap's parse: notes made one after another on an unchanged page

@@ -83,8 +83,6 @@ class Sources:
         self._file = backend
         self._tables = Tables(backend)
         self._project = project
-        # Markdown path -> mtime when `prepare_page` last parsed it.
-        self._prepared: dict[str, float] = {}
 
     @contextlib.contextmanager
     def reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
@@ -200,7 +198,7 @@ class Sources:
         """
         locator = self.locator()
         path = locator.page_file(self.page_url(page_url))
-        return reconcile.prepare_file(locator, path, self._prepared)
+        return reconcile.prepare_file(locator, path)
 
     def prepare_note(self, id: str) -> None:
         """Parse note `id`'s Markdown file before a verb's write lock, where locating the note
@@ -212,7 +210,7 @@ class Sources:
         )
         if row is not None:
             locator = self.locator()
-            reconcile.prepare_file(locator, row[1] or locator.page_file(row[0]), self._prepared)
+            reconcile.prepare_file(locator, row[1] or locator.page_file(row[0]))
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file (relative to the project) a page is built from: the plugin's record,
@@ -260,23 +258,33 @@ class Sources:
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
+        same = self._file.same
+        # Write only if the inputs of the plan are still current: another connection may have
+        # re-anchored (new replacedText, a newer check) or deleted it meanwhile, and its answer is
+        # the newer one.
+        guard = (
+            f"WHERE id = ? AND replaced_text {same} ? AND source_file {same} ? "
+            f"AND source_mtime {same} ? AND quote_exact {same} ?"
+        )
+        # Updates no reader sees (the file's new time and lines, a note found where it was) need
+        # no change row: one batched statement for each set of columns (a page's notes, a
+        # checkout's); the others one by one, each with its change row if it was written.
+        quiet: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
         with self._file.transaction(write=True) as conn:
             for id, values in updates.items():
                 row = by_id[id]
+                params = (*values.values(), id, row["replaced_text"], row["source_file"],
+                          row["source_mtime"], row["quote_exact"])  # fmt: skip
+                if not reconcile.changed(row, values):
+                    quiet.setdefault(tuple(values), []).append(params)
+                    continue
                 sets = ", ".join(f"{k} = ?" for k in values)
-                same = self._file.same
-                # Write only if the inputs of the plan are still current: another connection may
-                # have re-anchored (new replacedText, a newer check) or deleted it meanwhile, and
-                # its answer is the newer one.
-                cur = conn.execute(
-                    f"UPDATE annotations SET {sets} WHERE id = ? AND replaced_text {same} ? "
-                    f"AND source_file {same} ? AND source_mtime {same} ? "
-                    f"AND quote_exact {same} ?",
-                    (*values.values(), id, row["replaced_text"], row["source_file"],
-                     row["source_mtime"], row["quote_exact"]),
-                )  # fmt: skip
-                if cur.rowcount and reconcile.changed(row, values):
+                cur = conn.execute(f"UPDATE annotations SET {sets} {guard}", params)
+                if cur.rowcount:
                     self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
+            for columns, batch in quiet.items():
+                sets = ", ".join(f"{k} = ?" for k in columns)
+                conn.executemany(f"UPDATE annotations SET {sets} {guard}", batch)
         return len(updates)
 
     def locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:

@@ -392,6 +392,19 @@ def measure_verbs(
         lambda: created.append(store.add_annotation(new_annotation(rng, [reading]))),
         RUNS["create"],
     )
+    # The overlay's page load asks the anchor route, which prepares the page (`prepare_page`)
+    # before the reviewer selects anything: the first note on a page the reviewer opened.
+    opened: list[Page] = []
+
+    def open_page() -> None:
+        opened[:] = [rng.choice(others)]
+        store.prepare_page(opened[0].url)
+
+    ours["create_opened"] = measure(
+        lambda: created.append(store.add_annotation(new_annotation(rng, opened))),
+        RUNS["create"],
+        before=open_page,
+    )
     ours["get"] = measure(lambda: store.get_annotation(rng.choice(ids)), RUNS["get"])
     ours["list"] = measure(lambda: store.list_annotations(page_url=busy), RUNS["list"])
     saves = iter(range(1, 1_000_000))
@@ -407,7 +420,37 @@ def measure_verbs(
     ours["reply"] = measure(
         lambda: store.add_agent_reply(rng.choice(ids), words(rng, 5, 25)), RUNS["reply"]
     )
+    busy_text = "\n".join(pages[0].lines) + "\n"
+    edits = iter(range(1, 1_000_000))
+
+    def edit_busy_page() -> None:
+        # An agent's edit: one paragraph's words changed, the page saved (new text, new mtime).
+        k = next(edits)
+        text = busy_text.replace(pages[0].lines[2], f"{pages[0].lines[2]} edit{k}", 1)
+        (store.project_dir / pages[0].path).write_text(text)
+        at = time.time() + 1_000 + k
+        os.utime(store.project_dir / pages[0].path, (at, at))
+
+    ours["list_rewritten"] = measure(
+        lambda: store.list_annotations(page_url=busy), RUNS["list_edited"], before=edit_busy_page
+    )
     ours["export"] = measure(lambda: render(store, "markdown"), EXPORT_RUNS.get(len(ids), 3))
+
+    def switch_branch() -> None:
+        # Every page gets a paragraph above its notes, as another branch's Markdown would: every
+        # text note moves two lines down and is located again.
+        for page in pages:
+            file = store.project_dir / page.path
+            lines = file.read_text().split("\n")
+            file.write_text("\n".join([*lines[:1], "", words(rng, 25, 60), *lines[1:]]))
+            at = time.time() + 2_000_000
+            os.utime(file, (at, at))
+
+    moved: list[int] = []
+    ours["reconcile_switch"] = measure(
+        lambda: moved.append(store.reconcile()), 1, before=switch_branch
+    )
+    data["moved"] = moved[0]
     return ours, created
 
 
@@ -460,6 +503,7 @@ def bench_size(n: int, folder: Path) -> dict[str, Any]:
         "relocated": data["relocated"],
         "anchors": anchors,
         "located": sum(a.source is not None for a in created),
+        "moved": data["moved"],
         "created": len(created),
         "db_mb": db_bytes / 1e6,
         "json_mb": json_bytes / 1e6,
@@ -473,7 +517,10 @@ LABELS = {
     "create_same_page": "create, on the page read",
     "get": "get (get_annotation)",
     "list": f"list one page ({BUSY_PAGE_ITEMS} items)",
-    "list_edited": "  same, page just edited",
+    "list_edited": "  same, page just saved",
+    "list_rewritten": "  same, a paragraph rewritten",
+    "create_opened": "create, page opened (prepared)",
+    "reconcile_switch": "reconcile, branch switch (all)",
     "reply": "reply (add_agent_reply)",
     "export": "export markdown (all)",
 }
@@ -500,6 +547,7 @@ def table(results: list[dict[str, Any]]) -> str:
             f"prefill: insert {r['insert_s']:.1f} s, reconcile {r['reconcile_s']:.1f} s "
             f"({r['relocated']} re-located)",
             f"created notes found in their Markdown: {r['located']}/{r['created']}",
+            f"branch switch: {r['moved']:,} notes re-located",
             f"unresolved text notes: {anchors}",
             f"SQLite file {r['db_mb']:.1f} MB, JSON file {r['json_mb']:.1f} MB",
         ]

@@ -382,3 +382,82 @@ def test_a_note_located_before_the_hashes_keeps_its_lines(
     got = store.get_annotation(a.id)
     assert (got.anchor_state, got.source.line_start) == ("stale", 13)
     store.close()
+
+
+# -- issue #31: re-location costs the files that changed, once each ------------------------------
+
+
+def test_reconcile_parses_each_changed_file_once_whatever_the_order_of_its_notes(
+    project: Path, db_url: str | None
+) -> None:
+    # More files than the parse cache holds (128), their notes made round-robin: in the rows'
+    # order every note's file was evicted by the time the next note on it came.
+    pages = 130
+    for i in range(pages):
+        (project / "docs" / f"p{i}.md").write_text(f"# Page {i}\n\nPage {i} says hello {i}.\n")
+    store = annotate.open(project, db=db_url)
+    for _ in range(2):
+        for i in range(pages):
+            store.add_annotation({**quote(f"Page {i} says hello"), "pageUrl": f"/p{i}/"})
+    for i in range(pages):
+        touch_write(
+            project / "docs" / f"p{i}.md", f"# Page {i}\n\nNew.\n\nPage {i} says hello {i}.\n"
+        )
+    anchoring_markdown.haystack_of.cache_clear()
+    assert store.reconcile() == 2 * pages
+    assert anchoring_markdown.haystack_of.cache_info().misses == pages
+    notes = store.list_annotations(include_resolved=True)
+    assert {(a.source.line_start if a.source else None) for a in notes} == {5}
+    store.close()
+
+
+def test_a_file_saved_unchanged_is_not_parsed_again(project: Path, db_url: str | None) -> None:
+    store = annotate.open(project, db=db_url)
+    a = store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    md = project / "docs" / "install.md"
+    touch_write(md, PAGE + "\nOne more line.\n")  # located again: the text is new
+    assert store.get_annotation(a.id).source.line_start == 13  # type: ignore[union-attr]
+    touch_write(md, PAGE + "\nOne more line.\n")  # saved again as it was
+    anchoring_markdown.haystack_of.cache_clear()
+    got = store.get_annotation(a.id)
+    assert anchoring_markdown.haystack_of.cache_info().misses == 0
+    assert got.source is not None and got.source.line_start == 13 and got.anchor_state == "anchored"
+    # The new mtime is recorded: the next read costs a stat, and a real edit is still seen.
+    touch_write(md, "# Install\n\nAbove.\n\n" + PAGE.split("\n", 1)[1] + "\nOne more line.\n")
+    assert store.get_annotation(a.id).source.line_start == 16  # type: ignore[union-attr]
+    store.close()
+
+
+def test_prepare_page_parses_again_a_page_gone_from_the_parse_cache(
+    project: Path, db_url: str | None
+) -> None:
+    # A site of more pages than the cache holds: the page the overlay loads again was parsed
+    # once, long ago, and its first note must not pay the parse.
+    store = annotate.open(project, db=db_url)
+    assert store.prepare_page("/install/")
+    anchoring_markdown.haystack_of.cache_clear()  # what a thousand other pages would do
+    assert store.prepare_page("/install/")
+    assert anchoring_markdown.haystack_of.cache_info().misses == 1
+    store.add_annotation(quote("Use pipx when you want the tool isolated"))
+    assert anchoring_markdown.haystack_of.cache_info().misses == 1  # saved without a parse
+    store.close()
+
+
+def test_notes_without_a_file_yet_are_located_page_by_page(
+    project: Path, db_url: str | None
+) -> None:
+    # Notes made before their pages' Markdown existed have no file: they are located in their
+    # page's file, each parsed once, whatever the order the notes were made in.
+    pages = 130
+    store = annotate.open(project, db=db_url)
+    for _ in range(2):
+        for i in range(pages):
+            store.add_annotation({**quote(f"Page {i} says hello"), "pageUrl": f"/p{i}/"})
+    for i in range(pages):
+        (project / "docs" / f"p{i}.md").write_text(f"# Page {i}\n\nPage {i} says hello {i}.\n")
+    anchoring_markdown.haystack_of.cache_clear()
+    assert store.reconcile() == 2 * pages
+    assert anchoring_markdown.haystack_of.cache_info().misses == pages
+    notes = store.list_annotations(include_resolved=True)
+    assert {(a.source.line_start if a.source else None) for a in notes} == {3}
+    store.close()

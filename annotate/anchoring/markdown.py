@@ -10,12 +10,14 @@ one rule of the Markdown side: the quote with one word changed near where it was
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from array import array
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rapidfuzz.distance import Indel
 
@@ -147,10 +149,19 @@ def haystack_of(source: str) -> Haystack:
     """The haystack of Markdown `source` (line ends `\\n`), made once per text."""
     projected = project_markdown(source)
     text, index = normalise(projected.text)
-    offsets = array("q", map(projected.offsets.__getitem__, index))
-    code = bytes(map(projected.code.__getitem__, index)) if projected.code else b""
-    shown = "".join(map(projected.text.__getitem__, index))
+    # One C-level gather per sequence (itemgetter of all indexes), not a Python call a character.
+    pick = _gather(index)
+    offsets = array("q", pick(projected.offsets))
+    code = bytes(pick(projected.code)) if projected.code else b""
+    shown = "".join(pick(projected.text))
     return Haystack(text, offsets, line_starts(source), code, shown)
+
+
+def _gather(index: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """What takes the items at `index` of a sequence, in order, as a sequence."""
+    if len(index) > 1:
+        return operator.itemgetter(*index)
+    return lambda seq: [seq[i] for i in index]
 
 
 class _Where(NamedTuple):
@@ -402,7 +413,10 @@ def _approximate(
 
 
 def excerpt(source: str, line_start: int, line_end: int) -> str:
-    lines = source.split("\n")[line_start - 1 : line_end]
+    return _excerpt(source.split("\n")[line_start - 1 : line_end])
+
+
+def _excerpt(lines: list[str]) -> str:
     # NUL becomes U+FFFD, as CommonMark renders it: no stored text holds a NUL (SQLite's JSON
     # functions, which write the web API's listings, would cut the string there).
     excerpt = "\n".join(lines).replace("\x00", "\ufffd")
@@ -411,9 +425,32 @@ def excerpt(source: str, line_start: int, line_end: int) -> str:
     return excerpt
 
 
+# A page's notes are located again after every edit of it: their quotes and contexts are the same
+# strings each time, folded once.
+@lru_cache(maxsize=8192)
+def _folded(part: str) -> str:
+    return normalise(part)[0]
+
+
+class _Source(NamedTuple):
+    """A Markdown file as `locate_in_markdown` reads it: line ends made `\\n`, and its lines."""
+
+    text: str
+    lines: list[str]
+
+
+# Keyed by the text as read (the same object for every note of a file in one pass, so a lookup
+# costs no hashing), and `text` is then the same object for `haystack_of`'s key: the notes of a
+# page are located without one pass over the page each.
+@lru_cache(maxsize=128)
+def _source(source: str) -> _Source:
+    text = NEWLINES.sub("\n", source)
+    return _Source(text, text.split("\n"))
+
+
 def prepare(source: str) -> None:
     """Project and fold `source` now, so the next `locate_in_markdown` in it is fast."""
-    haystack_of(NEWLINES.sub("\n", source))
+    haystack_of(_source(source).text)
 
 
 def locate_in_markdown(
@@ -433,7 +470,7 @@ def locate_in_markdown(
     `in_code` (the selection starts inside `<pre>`/`<code>`) and `occurrence` (its index among
     the page's occurrences of the quote of that kind) say which copy the reviewer selected.
     """
-    quote, before, after = (normalise(part)[0] for part in (exact, prefix, suffix))
+    quote, before, after = _folded(exact), _folded(prefix), _folded(suffix)
     # Whitespace at the quote's edges belongs to its context, where the search looks for it.
     if quote.startswith(" "):
         before = before.rstrip() + " "
@@ -442,8 +479,8 @@ def locate_in_markdown(
     quote = quote.strip()
     if not quote:
         return None
-    source = NEWLINES.sub("\n", source)
-    haystack = haystack_of(source)
+    read = _source(source)
+    haystack = haystack_of(read.text)
     offsets = haystack.offsets
     hint = None if hint_line is None else haystack.index_of_line(hint_line)
     hit = _search(haystack, quote, before, after, hint, _Where(in_code, occurrence), exact.strip())
@@ -458,13 +495,14 @@ def locate_in_markdown(
         return None  # a new note's short quote resembling other text (theme text)
     span = offsets[hit.start : hit.end]
     start, end = min(span), max(span) + 1
-    line_start = source.count("\n", 0, start) + 1
-    line_end = source.count("\n", 0, end - 1) + 1
+    # The lines before an offset: the line starts at or before it (the first is 0).
+    line_start = bisect.bisect_right(haystack.line_starts, start)
+    line_end = bisect.bisect_right(haystack.line_starts, end - 1)
     return SourceMatch(
         line_start=line_start,
         line_end=line_end,
         start=start,
         end=end,
-        excerpt=excerpt(source, line_start, line_end),
+        excerpt=_excerpt(read.lines[line_start - 1 : line_end]),
         score=hit.score,
     )

@@ -438,14 +438,13 @@ class Api:
         if not isinstance(resolved, bool):
             raise ValidationError("includeResolved must be true or false", "includeResolved")
 
-        answer, remembered = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
+        answer, _ = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
         # The overlay anchors every page it loads: parse the page's Markdown now, after the
         # answer is sent, so the reviewer's first note on the page is saved without waiting, and
-        # index a new text by lines, so its next version costs its new lines. A page whose text
-        # is unchanged was prepared when it was first seen.
-        return json_bytes_response(
-            answer, None if remembered else BackgroundTask(self._prepare, page_url)
-        )
+        # index a new text by lines, so its next version costs its new lines. Also when the
+        # answer was remembered: the parse may have left the cache since (a large site), and a
+        # page still parsed costs a read and a lookup.
+        return json_bytes_response(answer, BackgroundTask(self._prepare, page_url))
 
     def _prepare(self, page_url: str) -> None:
         self.anchors.catch_up(page_url)
