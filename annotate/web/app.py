@@ -439,11 +439,9 @@ class Api:
             raise ValidationError("includeResolved must be true or false", "includeResolved")
 
         answer, _ = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
-        # The overlay anchors every page it loads: parse the page's Markdown now, after the
-        # answer is sent, so the reviewer's first note on the page is saved without waiting, and
-        # index a new text by lines, so its next version costs its new lines. Also when the
-        # answer was remembered: the parse may have left the cache since (a large site), and a
-        # page still parsed costs a read and a lookup.
+        # Every page the overlay loads, after the answer: its Markdown parsed (again, if it left
+        # the cache: a large site) so the first note is saved without waiting, and a new text
+        # indexed by lines, so its next version costs its new lines.
         return json_bytes_response(answer, BackgroundTask(self._prepare, page_url))
 
     def _prepare(self, page_url: str) -> None:
