@@ -112,7 +112,8 @@ def locate(
     query = Query.of(Selector(exact, prefix, suffix, start, end, replaced_text))
     candidates, done = _exact_step(index, query)
     if not done:
-        candidates = _fuzzy_step(index, query, approximate.anchors(query), candidates, query.start)
+        windows = _windows(index, query, approximate.anchors(query))
+        candidates = _fuzzy_step(index, query, windows, candidates, query.start)
     return _answer(*_choose(candidates, query.start))
 
 
@@ -211,6 +212,7 @@ def _approximate_steps(
     start, and the whole-text index is only needed for the quotes found nowhere near.
     """
     anchors: dict[int, list[tuple[int, int]]] = {}
+    windows: dict[int, list[Window]] = {}
     # The quotes found letter for letter that kept their order (a moved one did not): where
     # an edit between two of them moved the text, a quote between them moved by as much as
     # one of them, or by something in between.
@@ -242,13 +244,15 @@ def _approximate_steps(
         if query.start is not None and chain:
             low, high, _ = _expected(chain, query.start)
             between = low, high
-        candidates = _fuzzy_step(index, query, anchors[i], candidates, expected, between)
+        # Kept for the second pass below, which asks the same windows with another range.
+        windows[i] = _windows(index, query, anchors[i])
+        candidates = _fuzzy_step(index, query, windows[i], candidates, expected, between)
         steps[i] = candidates, True
         if query.start is not None:
             shift = _shift(candidates, query.start, shift, moved_by, i)
     # A quote found nowhere may lie between neighbours found approximately since (the quotes
     # after it on the page, edited as well): once more, with the range those allow.
-    lost = [i for i in order if i in queries and not steps[i][0] and anchors.get(i)]
+    lost = [i for i in order if i in queries and not steps[i][0] and windows.get(i)]
     if lost:
         chain = _in_order(
             (start, start + moved)
@@ -259,7 +263,7 @@ def _approximate_steps(
             query = queries[i]
             if query.start is not None and chain:
                 low, high, likeliest = _expected(chain, query.start)
-                found = _fuzzy_step(index, query, anchors[i], [], likeliest, (low, high))
+                found = _fuzzy_step(index, query, windows[i], [], likeliest, (low, high))
                 steps[i] = found, True
 
 
@@ -338,10 +342,17 @@ def _exact_step(index: Index, query: Query, shift: int = 0) -> tuple[list[_Candi
     return candidates, len(query.collapsed) < MIN_FUZZY_LENGTH
 
 
+def _windows(index: Index, query: Query, anchors: list[tuple[int, int]]) -> list[Window]:
+    """The candidate windows of a quote's word pairs (`anchors`) in the text."""
+    # `windows` does not use the pairs found more than MAX_POSTINGS times.
+    postings = index.lookup((key for key, _ in anchors), MAX_POSTINGS)
+    return list(approximate.windows(query, anchors, postings, len(index.text)))
+
+
 def _fuzzy_step(
     index: Index,
     query: Query,
-    anchors: list[tuple[int, int]],
+    windows: list[Window],
     candidates: list[_Candidate],
     expected: int | None,
     between: tuple[int, int] | None = None,
@@ -349,9 +360,7 @@ def _fuzzy_step(
     """The exact hits plus the approximate matches found in the candidate windows (`expected`:
     where the quote should start now, `between`: the range its neighbours allow, `_approximate`)."""
     candidates = list(candidates)
-    # `windows` does not use the pairs found more than MAX_POSTINGS times.
-    postings = index.lookup((key for key, _ in anchors), MAX_POSTINGS)
-    for window in approximate.windows(query, anchors, postings, len(index.text)):
+    for window in windows:
         candidate = _approximate(index, query, window, expected, between)
         if candidate is not None:
             candidates.append(candidate)
