@@ -1001,6 +1001,20 @@ def hook() -> None:
 MAX_HOOK_INPUT = 1_000_000  # the hook's JSON; Claude Code's and Codex's are a few hundred bytes
 
 
+def _hook_input(on_a_terminal: str) -> Any:
+    """A hook's JSON from standard input (at most MAX_HOOK_INPUT characters); `on_a_terminal`:
+    the line said when a person runs the hook by hand."""
+    if sys.stdin.isatty():
+        raise SystemExit(_fail(on_a_terminal))
+    text = sys.stdin.read(MAX_HOOK_INPUT + 1)
+    try:
+        if len(text) > MAX_HOOK_INPUT:
+            raise ValueError(f"over {MAX_HOOK_INPUT} characters")
+        return json.loads(text)
+    except ValueError as e:
+        raise SystemExit(_fail(f"The hook's input is not JSON: {e}")) from None
+
+
 @hook.command("stop")
 @click.option(
     "--project",
@@ -1013,15 +1027,7 @@ def hook_stop(project: str | None) -> None:
     not addressed, at most 3 times in a row. Reads the hook's JSON on standard input."""
     from . import hook as hook_module
 
-    if sys.stdin.isatty():
-        raise SystemExit(_fail("annotate hook stop reads the agent's hook input (JSON) on stdin"))
-    text = sys.stdin.read(MAX_HOOK_INPUT + 1)
-    try:
-        if len(text) > MAX_HOOK_INPUT:
-            raise ValueError(f"over {MAX_HOOK_INPUT} characters")
-        payload = json.loads(text)
-    except ValueError as e:
-        raise SystemExit(_fail(f"The hook's input is not JSON: {e}")) from None
+    payload = _hook_input("annotate hook stop reads the agent's hook input (JSON) on stdin")
     try:
         answer = hook_module.stop(payload, project).to_dict()
     except AnnotateError as e:
@@ -1409,15 +1415,7 @@ def hook_plan(project: str | None, timeout: float, no_browser: bool) -> None:
     on standard input; the page's address goes to standard error."""
     from . import plangate
 
-    if sys.stdin.isatty():
-        raise SystemExit(_fail("annotate hook plan reads Claude Code's hook input (JSON) on stdin"))
-    text = sys.stdin.read(MAX_HOOK_INPUT + 1)
-    try:
-        if len(text) > MAX_HOOK_INPUT:
-            raise ValueError(f"over {MAX_HOOK_INPUT} characters")
-        payload = json.loads(text)
-    except ValueError as e:
-        raise SystemExit(_fail(f"The hook's input is not JSON: {e}")) from None
+    payload = _hook_input("annotate hook plan reads Claude Code's hook input (JSON) on stdin")
     try:
         key, markdown = plangate.plan_input(payload)
         # The store `annotate` uses there: $ANNOTATE_DB (a team's PostgreSQL), else the file.

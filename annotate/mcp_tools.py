@@ -297,6 +297,19 @@ async def wait_for_review(
         # wait (issue #32).
         lambda s: _review(s.wait_for_review(timeout_s, stop=stop, token=bearer(ctx)), timeout_s),
     )
+    # A cancelled call must not claim a review nobody will read.
+    return await _waiting(ctx, claim, stop, timeout_s, "Waiting for Send to agent")
+
+
+async def _waiting(
+    ctx: Context,
+    call: Callable[[], CallToolResult],
+    stop: threading.Event,
+    timeout_s: float,
+    what: str,
+) -> CallToolResult:
+    """Run `call` (a wait of up to `timeout_s`) in a thread, reporting progress meanwhile;
+    `stop` is set when it ends or the call is cancelled."""
     result: list[CallToolResult] = []
 
     async def progress() -> None:
@@ -305,15 +318,15 @@ async def wait_for_review(
         while True:
             await anyio.sleep(PROGRESS_EVERY_S)
             waited += PROGRESS_EVERY_S
-            await ctx.report_progress(waited, timeout_s, "Waiting for Send to agent")
+            await ctx.report_progress(waited, timeout_s, what)
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(progress)
-            result.append(await anyio.to_thread.run_sync(claim, abandon_on_cancel=True))
+            result.append(await anyio.to_thread.run_sync(call, abandon_on_cancel=True))
             tg.cancel_scope.cancel()
     finally:
-        stop.set()  # a cancelled call must not claim a review nobody will read
+        stop.set()
     return result[0]
 
 
@@ -368,23 +381,8 @@ async def request_review(
 ) -> CallToolResult:
     stop = threading.Event()
     ask = functools.partial(_call, ctx, lambda s: _put_up(s, path, markdown, timeout_s, stop))
-    result: list[CallToolResult] = []
-
-    async def progress() -> None:
-        waited = 0.0
-        while True:
-            await anyio.sleep(PROGRESS_EVERY_S)
-            waited += PROGRESS_EVERY_S
-            await ctx.report_progress(waited, timeout_s, "Waiting for the reviewer's verdict")
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(progress)
-            result.append(await anyio.to_thread.run_sync(ask, abandon_on_cancel=True))
-            tg.cancel_scope.cancel()
-    finally:
-        stop.set()  # a cancelled call stops serving the page
-    return result[0]
+    # A cancelled call stops serving the page.
+    return await _waiting(ctx, ask, stop, timeout_s, "Waiting for the reviewer's verdict")
 
 
 def summary(ctx: Context, branch: Branch = None) -> CallToolResult:

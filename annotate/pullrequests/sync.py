@@ -239,13 +239,7 @@ def push(
             f"{head[:12]}: line numbers are the checkout's"
         )
     files = gh.files(n)
-    known = store.pull_requests.links(target)
-    notes: list[Annotation | PageNote] = [
-        *store.list_annotations(status="open"),
-        *store.list_page_notes(status="open"),
-    ]
-    result.already = [item.id for item in notes if item.id in known]
-    notes = [item for item in notes if item.id not in known]
+    notes = _not_posted(store, target, result)
     if notes:
         # A push cut short after the host took a request: its notes carry their marker there.
         found = _on_host(gh, n, {item.id for item in notes})
@@ -378,6 +372,17 @@ def _reply_marks(host: GitHub | GitLab, n: int) -> list[tuple[str, str]]:
     return [
         (str(c["id"]), found) for c in notes for found in _REPLY_MARK.findall(c.get("body") or "")
     ]
+
+
+def _not_posted(store: Store, target: Target, result: PushResult) -> list[Annotation | PageNote]:
+    """The open notes not on `target` yet; those already there go to `result.already`."""
+    known = store.pull_requests.links(target)
+    notes: list[Annotation | PageNote] = [
+        *store.list_annotations(status="open"),
+        *store.list_page_notes(status="open"),
+    ]
+    result.already = [item.id for item in notes if item.id in known]
+    return [item for item in notes if item.id not in known]
 
 
 def _request(url: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -603,13 +608,7 @@ def _push_gitlab(store: Store, where: Where, gl: GitLab, result: PushResult) -> 
             f"{head[:12]}: line numbers are the checkout's"
         )
     files = gl.files(n)
-    known = store.pull_requests.links(target)
-    notes: list[Annotation | PageNote] = [
-        *store.list_annotations(status="open"),
-        *store.list_page_notes(status="open"),
-    ]
-    result.already = [item.id for item in notes if item.id in known]
-    notes = [item for item in notes if item.id not in known]
+    notes = _not_posted(store, target, result)
     if notes:
         found = _on_gitlab(gl, n, {item.id for item in notes})
         if found and not dry_run:
