@@ -1094,6 +1094,13 @@ def _echo_now(line: str) -> None:
     metavar="URL",
     help="The URL reviewers open (https://review.example.com): its host and origin are accepted.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (a busy team server: one per core).",
+)
 def serve(
     directory: Path,
     port: int,
@@ -1106,6 +1113,7 @@ def serve(
     trusted_proxies: tuple[str, ...],
     maintainers: tuple[str, ...],
     public_url: str | None,
+    workers: int,
 ) -> None:
     """Serve a built static site (MkDocs site/, Sphinx, Hugo…) with the review overlay and API."""
     from .web.server import serve as run
@@ -1138,6 +1146,7 @@ def serve(
             echo=_echo_now,
             db=db or None,
             team=settings,
+            workers=workers,
         )
     except AnnotateError as e:
         raise SystemExit(_fail(str(e))) from None

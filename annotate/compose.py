@@ -11,6 +11,8 @@ apart, so that none of them imports another surface:
   `/__annotate/mcp` (annotate/mcp_http.py);
 - `team_app` and `app`: team mode's app and its ASGI factory (`uvicorn --factory
   annotate.web.team:app`, docs/team.md);
+- `local_app` and `local_factory`: the single-user app of `annotate serve` (the project token) and
+  its factory (`uvicorn --factory annotate.web.local:app`, docs/serve.md);
 - `run`: `annotate mcp`, the tools over stdio.
 """
 
@@ -30,10 +32,11 @@ from starlette.types import ASGIApp
 from . import chatview, mcp_server
 from .config import site_config
 from .errors import AnnotateError, ValidationError
-from .mcp_http import McpHttp, Verify
+from .mcp_http import McpHttp, Verify, project_token
 from .project import find_project
 from .store import Store
 from .store import open as open_store
+from .tokens import TokenFile
 from .web import app as web_app
 from .web.signin import NO_IDENTITY, Settings, has_identity_source
 
@@ -43,6 +46,8 @@ __all__ = [
     "build_server",
     "create_app",
     "forwarded_from_anyone",
+    "local_app",
+    "local_factory",
     "run",
     "team_app",
     "view_app",
@@ -93,6 +98,69 @@ def create_app(store: Store, *, mcp: Verify | None = None, **options: Any) -> St
     (annotate/mcp_http.py); its server must run the app's lifespan."""
     endpoint = None if mcp is None else McpHttp(build_server(store=store), mcp)
     return web_app.create_app(store, endpoint=endpoint, **options)
+
+
+# -- the single-user app and its ASGI factory -----------------------------------------------------
+
+
+def local_app(
+    site_dir: str | Path,
+    store: Store,
+    project: str | Path,
+    *,
+    read_only: bool = False,
+    allowed_hosts: list[str] | tuple[str, ...] = (),
+) -> Starlette:
+    """The single-user app over `store` (what `annotate serve` runs): the project token guards
+    every change and is created (0600) when missing."""
+    token = TokenFile(project)
+    return create_app(
+        store,
+        token=token,
+        read_only=read_only,
+        site_dir=site_dir,
+        allowed_hosts=list(allowed_hosts),
+        # Agents elsewhere: the MCP tools at /__annotate/mcp, bearer = the project token.
+        mcp=None if read_only else project_token(token),
+    )
+
+
+def _flag(env: Mapping[str, Any], name: str) -> bool:
+    return str(env.get(name, "")).lower() in ("1", "true", "yes")
+
+
+def _site(env: Mapping[str, Any]) -> str:
+    site = env.get("ANNOTATE_SITE_DIR")
+    if not site or not Path(site).is_dir():
+        raise ValidationError(
+            f"ANNOTATE_SITE_DIR must name the built site's folder, got {site!r}",
+            "ANNOTATE_SITE_DIR",
+        )
+    return str(site)
+
+
+def local_factory(environ: Mapping[str, str] | None = None) -> Starlette:
+    """The single-user ASGI app factory: `uvicorn --factory annotate.web.local:app`.
+
+    Settings from the environment: `ANNOTATE_SITE_DIR` (required), `ANNOTATE_PROJECT`,
+    `ANNOTATE_DB`, `ANNOTATE_READ_ONLY`, and `ANNOTATE_ALLOWED_HOSTS` (comma-separated `Host`
+    names accepted besides loopback). Exits with a one-line message when one is wrong."""
+    env: Mapping[str, Any] = os.environ if environ is None else environ
+    try:
+        site = _site(env)
+        root = find_project(env.get("ANNOTATE_PROJECT") or None)
+        site_config(root)
+        store = open_store(root, db=env.get("ANNOTATE_DB") or None)
+        hosts = [h.strip() for h in str(env.get("ANNOTATE_ALLOWED_HOSTS", "")).split(",")]
+        return local_app(
+            site,
+            store,
+            root,
+            read_only=_flag(env, "ANNOTATE_READ_ONLY"),
+            allowed_hosts=[h for h in hosts if h],
+        )
+    except AnnotateError as e:
+        raise SystemExit(f"Error: {e}") from None
 
 
 # -- team mode's app and its ASGI factory ---------------------------------------------------------
@@ -150,12 +218,7 @@ def app(environ: Mapping[str, str] | None = None, argv: Sequence[str] | None = N
     """
     env: Mapping[str, Any] = os.environ if environ is None else environ
     try:
-        site = env.get("ANNOTATE_SITE_DIR")
-        if not site or not Path(site).is_dir():
-            raise ValidationError(
-                f"ANNOTATE_SITE_DIR must name the built site's folder, got {site!r}",
-                "ANNOTATE_SITE_DIR",
-            )
+        site = _site(env)
         settings = Settings.from_env(env)
         root = find_project(env.get("ANNOTATE_PROJECT") or None)
         site_config(root)
@@ -169,7 +232,7 @@ def app(environ: Mapping[str, str] | None = None, argv: Sequence[str] | None = N
             site,
             store,
             settings,
-            read_only=env.get("ANNOTATE_READ_ONLY", "").lower() in ("1", "true", "yes"),
+            read_only=_flag(env, "ANNOTATE_READ_ONLY"),
         )
     except AnnotateError as e:
         raise SystemExit(f"Error: {e}") from None

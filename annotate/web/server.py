@@ -10,23 +10,33 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..compose import create_app, team_app
+from ..compose import local_app, team_app
 from ..config import site_config
 from ..errors import ValidationError
-from ..mcp_http import project_token
+from ..store import Store
 from ..store import open as open_store
-from ..tokens import TokenFile
 from .security import is_loopback
 from .signin import NO_IDENTITY, Settings, has_identity_source
 
 if TYPE_CHECKING:
     import uvicorn
+    from starlette.applications import Starlette
 
     from .feed import ChangeFeed
+    from .workers import Spec
 
-__all__ = ["bind", "exposed", "extra_hosts", "feed_server", "serve", "url_host"]
+__all__ = [
+    "bind",
+    "build_app",
+    "exposed",
+    "extra_hosts",
+    "feed_server",
+    "serve",
+    "url_host",
+    "uvicorn_options",
+]
 
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -85,7 +95,9 @@ def bind(host: str, port: int) -> socket.socket:
             # Lets a restart reuse a port in TIME_WAIT; a port someone listens on stays refused.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(128)
+        # uvicorn's own default: a burst of new connections (a team's first minute) waits in
+        # the queue instead of being refused and retried a second later (SYN backoff).
+        sock.listen(2048)
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
@@ -101,6 +113,39 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def uvicorn_options(read_only: bool, team: Settings | None) -> dict[str, Any]:
+    """`uvicorn.Config`'s options for `annotate serve` (each worker's the same)."""
+    return {
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "off" if read_only else "on",
+        "server_header": False,
+        "timeout_graceful_shutdown": 2,
+        # Team mode trusts the identity header by the direct peer's address: uvicorn must not
+        # replace it with one a proxy's X-Forwarded-For names.
+        "proxy_headers": team is None,
+    }
+
+
+def build_app(spec: Spec, store: Store) -> Starlette:
+    """The app `annotate serve` runs over `store`, in its process or in each worker."""
+    if spec.team is not None:
+        return team_app(
+            spec.site,
+            store,
+            spec.team,
+            read_only=spec.read_only,
+            allowed_hosts=spec.allowed_hosts,
+        )
+    return local_app(
+        spec.site,
+        store,
+        spec.project,
+        read_only=spec.read_only,
+        allowed_hosts=spec.allowed_hosts,
+    )
+
+
 def serve(
     site_dir: str | Path,
     *,
@@ -111,14 +156,21 @@ def serve(
     echo: Callable[[str], None] = print,
     db: str | None = None,
     team: Settings | None = None,
+    workers: int = 1,
 ) -> None:
     """Serve `site_dir` until interrupted. Everything that can fail does so before the first
     request: the folder, the store, the token (created 0600 here), the port. `db`: another
     store than the project's file (an SQLite file or a `postgresql://` URL).
 
     `team`: team mode (docs/team.md): people instead of the project token; refused on an address
-    other machines reach until an identity source is configured."""
+    other machines reach until an identity source is configured. `workers`: that many server
+    processes on the one socket (annotate/web/workers.py)."""
     import uvicorn
+
+    from .workers import Spec, supervise
+
+    if workers < 1:
+        raise ValidationError(f"--workers must be 1 or more, got {workers}", "workers")
 
     # Unexpected errors are logged by the app (never sent to the browser): show them.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
@@ -131,38 +183,19 @@ def serve(
     site_config(project)  # a broken config is reported now, not on the first page's note
     store = open_store(project, db=db)
     store.keep_open()
-    if team is not None:
-        if exposed(host) and not has_identity_source(team, store):
-            store.close()
-            raise ValidationError(f"{NO_IDENTITY}; or listen on 127.0.0.1", "identity-header")
-        app = team_app(site, store, team, read_only=read_only, allowed_hosts=extra_hosts(host))
-    else:
-        token = TokenFile(project)
-        app = create_app(
-            store,
-            token=token,
-            read_only=read_only,
-            site_dir=site,
-            allowed_hosts=extra_hosts(host),
-            # Agents elsewhere: the MCP tools at /__annotate/mcp, bearer = the project token.
-            mcp=None if read_only else project_token(token),
-        )
+    if team is not None and exposed(host) and not has_identity_source(team, store):
+        store.close()
+        raise ValidationError(f"{NO_IDENTITY}; or listen on 127.0.0.1", "identity-header")
+    spec = Spec(str(site), str(project), db, read_only, team, tuple(extra_hosts(host)))
+    # The app is built here with one worker; with more, the workers build theirs, and this
+    # process only checks (the token file is created now) and waits.
+    app = build_app(spec, store)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        lifespan="off" if read_only else "on",
-        server_header=False,
-        timeout_graceful_shutdown=2,
-        # Team mode trusts the identity header by the direct peer's address: uvicorn must not
-        # replace it with one a proxy's X-Forwarded-For names.
-        proxy_headers=team is None,
-    )
-    server = feed_server(config, app.state.feed)
+    server = feed_server(uvicorn.Config(app, **uvicorn_options(read_only, team)), app.state.feed)
     base = f"http://{url_host(host)}:{actual_port}/"
     mode = (", read-only" if read_only else "") + (", team mode" if team else "")
+    mode += f", {workers} workers" if workers > 1 else ""
     echo(f"Serving {site} at {base} (review page: {base}__annotate/{mode}). Press Ctrl+C to stop.")
     if exposed(host) and team is None:
         echo(
@@ -171,6 +204,15 @@ def serve(
         )
     if team is not None and not has_identity_source(team, store):
         echo("No one can sign in yet: add a personal token with `annotate token add NAME`.")
+    if workers > 1:
+        store.close()
+        try:
+            status = supervise(spec, sock, workers)
+        finally:
+            sock.close()
+        if status:
+            raise SystemExit(status)
+        return
     # What is loaded by now (modules, the app) lives as long as the server: frozen, the
     # collector's full passes no longer walk it, and every request waits while one runs.
     gc.collect()
