@@ -109,8 +109,10 @@ def _alive(pid: int) -> bool:
 
 def _start(project: Path, site: Path, *options: str) -> Workers:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "annotate.cli", "serve", str(site), "--port", "0"]
-        + ["--project", str(project), "--workers", "2", *options],
+        [
+            *(sys.executable, "-m", "annotate.cli", "serve", str(site), "--port", "0"),
+            *("--project", str(project), "--workers", "2", *options),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
