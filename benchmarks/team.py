@@ -3,7 +3,12 @@ reviewers and 5 agents on loopback, against the same load on one instance on an 
 the PostgreSQL run again with one instance killed mid-run.
 
     .venv/bin/python benchmarks/team.py [--seconds 60] [--reviewers 50] [--agents 5] [--think 1.0]
-                                        [--no-fsync] [--replaced-text]
+                                        [--no-fsync] [--replaced-text] [--instances 2]
+                                        [--workers 1] [--sqlite-workers N] [--runs R,...]
+
+`--instances N --workers W`: the PostgreSQL runs on N instances of `annotate serve --workers W`;
+the SQLite run on one instance of `--sqlite-workers` workers (default N x W, the same number of
+processes, on one file). `--runs postgresql,sqlite,killed` (the default: all three) picks runs.
 
 A temp project gets Markdown pages and a built site of them. Each run starts from an empty store
 (a fresh PostgreSQL schema, a fresh SQLite file) holding one personal token per simulated person
@@ -31,9 +36,11 @@ minute, on warm servers. Its table gives p50, p99 and the last answer, and the f
 under that last answer: the requests times the CPU one request took in the steady load (client,
 servers and PostgreSQL, from /proc), divided by the machine's cores. A burst larger than the
 per-action target times what the cores answer in a millisecond cannot meet the target on any
-server; it says how long the queue takes to drain.
+server; it says how long the queue takes to drain. On a machine others share, every process's
+CPU counts their work too: the last two columns give the floor from the run's own CPU (this
+process, the servers and their workers, the run's PostgreSQL cluster).
 
-Runs: `postgresql` (two instances, the clients split between them), `sqlite` (one instance, the
+Runs: `postgresql` (`--instances`, the clients split between them), `sqlite` (one instance, the
 baseline), `postgresql, one killed` (instance A gets SIGKILL halfway; its clients fail over to B;
 no burst).
 Each write carries a unique text. A write is acknowledged when it got a 2xx answer; afterwards the
@@ -43,8 +50,8 @@ counted apart, with how many of those the database holds anyway. A request refus
 (nothing sent) is sent again to the other instance, its time counted from the first try.
 
 The tables give p50 and p99 per action in ms with the ratio to the SQLite run, then the writes,
-requests per second, and the CPU the client (this process) and the servers used, in % of one core
-(PostgreSQL's own processes not counted, nor the killed instance). PostgreSQL runs with fsync on
+requests per second, and the CPU the client (this process), the servers (their workers included,
+not the killed instance) and the run's PostgreSQL used, in % of one core. PostgreSQL runs with fsync on
 (a commit waits for its WAL to reach the disk; `--no-fsync` turns it off, to see what the disk
 costs); the SQLite file runs as the store opens it (WAL, synchronous=NORMAL: its commits do not
 wait for the disk). PostgreSQL logs every COMMIT slower than 30 ms, and the last table counts
@@ -56,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -131,12 +139,15 @@ def make_project(root: Path, pages: int = PAGES, seed: int = SEED) -> list[Page]
 
 
 class Instance:
-    """`annotate serve SITE --team` on a free loopback port, in a subprocess."""
+    """`annotate serve SITE --team [--workers N]` on a free loopback port, in a subprocess."""
 
-    def __init__(self, project: Path, db: str | None = None) -> None:
+    def __init__(self, project: Path, db: str | None = None, workers: int = 1) -> None:
         args = [sys.executable, "-m", "annotate.cli", "serve", str(project / "site"), "--team"]
         args += ["--port", "0", "--project", str(project), *(["--db", db] if db else [])]
+        args += ["--workers", str(workers)] if workers > 1 else []
+        self.workers = workers
         self._cpu = 0.0
+        self._dead: dict[int, float] = {}
         self.proc = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
@@ -153,21 +164,51 @@ class Instance:
             self.kill()
             raise RuntimeError(f"annotate serve did not start: {first}")
         self.base = f"http://{match[1]}:{match[2]}"
+        self._ready()
+
+    def _ready(self) -> None:
+        """Wait until every worker answers (each is a process that imports the app): requests
+        sent before would wait for it, and count its start in their time."""
+        seen: set[str] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                r = httpx.get(self.base + "/__annotate/health", timeout=10)
+                seen.add(r.headers.get("x-annotate-worker", "one"))
+                if len(seen) >= self.workers:
+                    return
+            time.sleep(0.02)
+        self.kill()
+        raise RuntimeError(f"{self.workers} workers did not all answer: {seen}")
+
+    def pids(self) -> list[int]:
+        """The server process and its workers (Linux /proc)."""
+        out = [self.proc.pid]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                    out.append(int(stat.parent.name))
+        return out
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the server process so far (Linux /proc; 0 elsewhere); once
-        killed, the last reading (its CPU after that reading is not counted)."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return self._cpu
-        self._cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time of the server process and its workers so far (Linux /proc; 0
+        elsewhere); once killed, the last reading (its CPU after that reading is not counted)."""
+        total = 0.0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if self.proc.poll() is None:
+            self._cpu = total
         return self._cpu
 
     def kill(self) -> None:
-        """SIGKILL: no shutdown, in-flight requests get no answer."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
+        """SIGKILL to the server and its workers: no shutdown, in-flight requests get no answer."""
+        for pid in self.pids()[::-1] if self.proc.poll() is None else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.proc.wait(10)
 
     def stop(self) -> None:
@@ -181,13 +222,14 @@ class Instance:
             self.proc.stdout.close()
 
 
-def start(project: Path, db: str | None, count: int) -> list[Instance]:
-    """`count` instances, started side by side (each takes a second or more to import and bind)."""
+def start(project: Path, db: str | None, count: int, workers: int = 1) -> list[Instance]:
+    """`count` instances of `workers` workers each, started side by side (each takes a second or
+    more to import and bind)."""
     out: list[Instance | BaseException] = [RuntimeError("not started")] * count
 
     def one(i: int) -> None:
         try:
-            out[i] = Instance(project, db)
+            out[i] = Instance(project, db, workers)
         except BaseException as e:  # re-raised below, once the others are stopped
             out[i] = e
 
@@ -219,6 +261,13 @@ class Load:
     client_cpu: float = 0.0
     server_cpu: float = 0.0
     machine_cpu: float = 0.0
+    db_cpu: float = 0.0  # the run's PostgreSQL cluster's processes (0 on SQLite)
+
+    @property
+    def own_cpu(self) -> float:
+        """The CPU the run itself used (client, servers, its PostgreSQL): on a machine others
+        share, `machine_cpu` counts their work too."""
+        return self.client_cpu + self.server_cpu + self.db_cpu
 
     @property
     def requests(self) -> int:
@@ -365,6 +414,19 @@ async def _agent(client: Client, team: Team, n: int, end: float, think: float) -
             )
 
 
+def tree_cpu(root: int) -> float:
+    """CPU seconds used so far by `root` and its children (Linux /proc; 0 elsewhere): the run's
+    PostgreSQL postmaster and its backends."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(stat.parent.name) == root or int(fields[1]) == root:
+                total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def machine_cpu() -> float:
     """CPU seconds every process on the machine has used so far, on all cores (Linux
     /proc/stat; 0 elsewhere): the client, the servers and PostgreSQL's own processes."""
@@ -388,6 +450,7 @@ def run_load(
     kill: Callable[[], None] | None = None,
     burst: Load | None = None,
     server_cpu: Callable[[], float] = lambda: 0.0,
+    db_cpu: Callable[[], float] = lambda: 0.0,
 ) -> Load:
     """The people against `bases` (person i starts on instance i mod len(bases)) for `seconds`;
     `kill` is called `kill_at` seconds in (the clients of that instance then fail over). With
@@ -423,12 +486,13 @@ def run_load(
                 await asyncio.to_thread(kill)
 
         wall, cpu, mine = time.perf_counter(), machine_cpu(), time.process_time()
-        servers = server_cpu()
+        servers, db = server_cpu(), db_cpu()
         await asyncio.gather(*people, killer())
         load.seconds = time.perf_counter() - wall
         load.machine_cpu = machine_cpu() - cpu
         load.client_cpu = time.process_time() - mine
         load.server_cpu = server_cpu() - servers
+        load.db_cpu = db_cpu() - db
         if burst is not None:
             await asyncio.sleep(2 * think)  # the last answers are in; the servers are idle
             for c in clients:
@@ -547,11 +611,13 @@ def one_run(
     instances: int,
     args: argparse.Namespace,
     kill: bool = False,
+    workers: int = 1,
+    db_cpu: Callable[[], float] = lambda: 0.0,
 ) -> Run:
     reviewer_tokens, agent_tokens = add_tokens(project, db, args.reviewers, args.agents)
     global REPLACED_TEXT
     REPLACED_TEXT = project / "docs" if args.replaced_text else None
-    servers = start(project, db, instances)
+    servers = start(project, db, instances, workers)
     burst = None if kill else Load()
     try:
         load = run_load(
@@ -565,6 +631,7 @@ def one_run(
             kill=servers[0].kill if kill else None,
             burst=burst,
             server_cpu=lambda: sum(s.cpu_seconds() for s in servers),
+            db_cpu=db_cpu if db else lambda: 0.0,
         )
     finally:
         for s in servers:
@@ -588,12 +655,12 @@ def _pct(cpu: float, seconds: float) -> str:
 
 def report(runs: list[Run], target_ms: float) -> None:
     """Print the tables, and whether every action's steady p99 is within `target_ms`."""
-    base = next(r for r in runs if r.name == "sqlite")
+    base = next((r for r in runs if r.name.startswith("sqlite")), runs[0])
     actions = [*REVIEWER_ACTIONS, *AGENT_ACTIONS]
     for r in runs:
         if r is base:
             continue
-        print(f"\n### {r.name} vs sqlite, steady load (ms)\n")
+        print(f"\n### {r.name} vs {base.name}, steady load (ms)\n")
         print("| action | n | p50 | p99 | sqlite p50 | sqlite p99 | p50 ratio | p99 ratio |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for a in actions:
@@ -610,27 +677,31 @@ def report(runs: list[Run], target_ms: float) -> None:
     print("\n### Burst: every person's request at the same instant (ms)\n")
     print(
         "| run | requests | p50 | p99 | last answer | CPU per request (steady) "
-        "| CPU floor of the last answer |"
+        "| CPU floor of the last answer | the run's own CPU per request | its floor |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     cores = os.cpu_count() or 1
     for r in runs:
         if r.burst is None:
             continue
         times = [t for v in r.burst.times.values() for t in v]
         per = r.load.machine_cpu / max(r.load.requests, 1)
+        own = r.load.own_cpu / max(r.load.requests, 1)
         print(
             f"| {r.name} | {len(times)} | {_ms(times, 50)} | {_ms(times, 99)} "
             f"| {max(times, default=0) * 1000:.1f} | {per * 1000:.1f} "
-            f"| {len(times) * per / cores * 1000:.0f} |"
+            f"| {len(times) * per / cores * 1000:.0f} | {own * 1000:.1f} "
+            f"| {len(times) * own / cores * 1000:.0f} |"
         )
     print("\n### Writes and CPU (steady load)\n")
     print(
         "| run | requests/s | writes acknowledged | found | lost | unanswered (found) "
-        f"| failovers | errors | client CPU | servers CPU | machine CPU "
+        f"| failovers | errors | client CPU | servers CPU | PostgreSQL CPU | machine CPU "
         f"| COMMITs over {SLOW_COMMIT_MS} ms, burst included (slowest) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    print(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"
+    )
     for r in runs:
         c, load = r.check, r.load
         errors = Counter(load.errors) + (r.burst.errors if r.burst else Counter())
@@ -639,7 +710,8 @@ def report(runs: list[Run], target_ms: float) -> None:
             f"| {r.name} | {load.requests / load.seconds:.0f} | {c.acked} | {c.acked - len(c.lost)} "
             f"| {len(c.lost)} | {c.unanswered} ({c.unanswered_found}) | {load.failovers} "
             f"| {said} | {_pct(load.client_cpu, load.seconds)} "
-            f"| {_pct(load.server_cpu, load.seconds)} | {_pct(load.machine_cpu, load.seconds)} "
+            f"| {_pct(load.server_cpu, load.seconds)} | {_pct(load.db_cpu, load.seconds)} "
+            f"| {_pct(load.machine_cpu, load.seconds)} "
             f"| {_slow(r.slow_commits)} |"
         )
     over = [
@@ -668,31 +740,49 @@ def main() -> None:
     parser.add_argument(
         "--no-fsync", action="store_true", help="PostgreSQL without fsync (where the time goes)"
     )
+    parser.add_argument("--instances", type=int, default=2, help="PostgreSQL runs' instances")
+    parser.add_argument("--workers", type=int, default=1, help="`--workers` of each instance")
+    parser.add_argument(
+        "--sqlite-workers", type=int, help="the SQLite instance's workers (default: the total)"
+    )
+    parser.add_argument("--runs", default="postgresql,sqlite,killed", help="which runs")
     args = parser.parse_args()
+    sqlite_workers = args.sqlite_workers or args.instances * args.workers
+    wanted = set(args.runs.split(","))
 
     from tests.pgcluster import PgCluster
 
     print(describe())
     print(
         f"{args.reviewers} reviewers + {args.agents} agents, {args.seconds:g} s per run, "
-        f"think 0-{2 * args.think:g} s, {PAGES} pages, PostgreSQL fsync {'off' if args.no_fsync else 'on'}"
+        f"think 0-{2 * args.think:g} s, {PAGES} pages, PostgreSQL fsync {'off' if args.no_fsync else 'on'}; "
+        f"PostgreSQL: {args.instances} instances x {args.workers} workers, SQLite: 1 x {sqlite_workers}"
     )
     folder = Path(tempfile.mkdtemp(prefix="annotate-team-bench-"))
     cluster = PgCluster(durable=not args.no_fsync)
     commits = CommitLog(cluster.url, cluster.folder / "log")
+    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
     runs = []
     try:
-        for name, backend, instances, kill in (
-            ("postgresql", "pg", 2, False),
-            ("sqlite", "sqlite", 1, False),
-            ("postgresql, one killed", "pg", 2, True),
+        pg = f"postgresql {args.instances}x{args.workers}"
+        for key, name, backend, instances, workers, kill in (
+            ("postgresql", pg, "pg", args.instances, args.workers, False),
+            ("sqlite", f"sqlite 1x{sqlite_workers}", "sqlite", 1, sqlite_workers, False),
+            ("killed", f"{pg}, one killed", "pg", args.instances, args.workers, True),
         ):
+            if key not in wanted:
+                continue
             project = folder / re.sub(r"\W+", "-", name)
             pages = make_project(project)
             db = _new_schema(cluster.url) if backend == "pg" else None
             print(f"running {name}…", file=sys.stderr)
             commits.mark()
-            runs.append(one_run(name, project, pages, db, instances, args, kill))
+            runs.append(
+                one_run(
+                    name, project, pages, db, instances, args, kill, workers,
+                    db_cpu=lambda: tree_cpu(postmaster),
+                )
+            )  # fmt: skip
             if backend == "pg":
                 runs[-1].slow_commits = commits.since_mark()
     finally:
