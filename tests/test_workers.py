@@ -27,7 +27,7 @@ import pytest
 import annotate
 from annotate.compose import local_factory
 from annotate.web.server import bind
-from annotate.web.workers import Spec, supervise
+from annotate.web.workers import STARTUP_S, Spec, supervise
 
 from .conftest import text_note, write_project
 
@@ -292,6 +292,27 @@ def test_a_killed_parent_leaves_no_worker(site: tuple[Path, Path]) -> None:
     assert not [pid for pid in pids if _alive(pid)]
     with pytest.raises(OSError):
         Conn(w.port, {})  # the port is closed: no worker kept it
+
+
+@pytest.mark.sqlite_only
+def test_a_worker_that_dies_while_serving_is_replaced(site: tuple[Path, Path]) -> None:
+    w = _start(*site)
+    try:
+        a, _ = w.two({})
+        # Past the start-up window (the workers started before they answered): a worker dying
+        # now is replaced, not taken for one that failed at start.
+        time.sleep(STARTUP_S)
+        os.kill(a.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (len(w.pids()) < 2 or a.pid in w.pids()):
+            time.sleep(0.1)
+        assert len(w.pids()) == 2 and a.pid not in w.pids()
+        token = (site[0] / ".annotate" / "token").read_text().strip()
+        c, d = w.two({"X-Annotate-Token": token})
+        assert {c.pid, d.pid} == w.pids()
+        assert c.call("POST", f"{API}/annotations", text_note())[0] == 201
+    finally:
+        assert _stop(w) == 0
 
 
 @pytest.mark.sqlite_only

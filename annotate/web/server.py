@@ -6,6 +6,7 @@ import contextlib
 import errno
 import gc
 import logging
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -171,6 +172,8 @@ def serve(
 
     if workers < 1:
         raise ValidationError(f"--workers must be 1 or more, got {workers}", "workers")
+    if workers > 1 and os.name != "posix":
+        raise ValidationError("--workers needs a POSIX system (Linux, macOS)", "workers")
 
     # Unexpected errors are logged by the app (never sent to the browser): show them.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
