@@ -30,6 +30,7 @@ from annotate.web.server import bind
 from annotate.web.workers import STARTUP_S, Spec, supervise
 
 from .conftest import text_note, write_project
+from .pgcluster import free_port
 
 BACKENDS = ["sqlite", "postgresql"]
 API = "/__annotate/api"
@@ -385,3 +386,52 @@ def test_local_factory(site: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch)
         assert (
             client.post(f"{API}/annotations", json=text_note(), headers=headers).status_code == 405
         )
+
+
+@pytest.mark.sqlite_only
+def test_the_local_factory_under_uvicorn_workers(site: tuple[Path, Path]) -> None:
+    # The import string uvicorn's own multi-process mode needs: each worker builds the app from
+    # the environment, and the project token guards it as under `annotate serve`.
+    project, folder = site
+    port = free_port()
+    env = {**os.environ, "ANNOTATE_SITE_DIR": str(folder), "ANNOTATE_PROJECT": str(project)}
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "uvicorn", "--factory", "annotate.web.local:app"),
+            *("--port", str(port), "--workers", "2", "--log-level", "warning"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                conn.request("GET", "/__annotate/health")
+                assert conn.getresponse().status == 200
+                conn.close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "uvicorn did not answer"
+                time.sleep(0.2)
+        token = (project / ".annotate" / "token").read_text().strip()
+        for headers, status in (({"X-Annotate-Token": token}, 201), ({}, 401)):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            body = json.dumps(text_note()).encode()
+            conn.request(
+                "POST",
+                f"{API}/annotations",
+                body=body,
+                headers={**headers, "Content-Type": "application/json"},
+            )
+            assert conn.getresponse().status == status
+            conn.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+        proc.stderr.close()  # type: ignore[union-attr]
+    with annotate.open(project) as store:
+        assert len(store.list_annotations(status="all")) == 1
