@@ -1,0 +1,213 @@
+"""A file's plain paragraphs read without markdown-it: parsing a page costs its markup.
+
+A documentation page is mostly paragraphs of words, and markdown-it-py spends most of a page's
+parse on them (issue #31: 10 ms of a cold note's 12 on a 30 kB page). A paragraph at the top level
+after a blank line whose lines start with a letter and hold none of the characters that Markdown's
+inline syntax or the projection gives a meaning is one `paragraph` of one `text` token a line to
+markdown-it, whatever the rest of the file says. Each run of such paragraphs (blank lines between
+them only) becomes a one-line placeholder paragraph followed by blank lines, so every line keeps
+its number; markdown-it parses the rest (the skeleton, cached by its text: an edit inside plain
+paragraphs re-parses nothing) and the paragraphs' tokens are made here.
+
+Markdown-it checks the reading: each placeholder must come back as a top-level paragraph starting
+on its line (not inside a fence, HTML block or front matter that the scan here did not see), else
+the file is parsed whole. `mdparse.parse_full` is what this must equal, token for token
+(tests/test_plaintext.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import NamedTuple
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+__all__ = ["Reading", "read"]
+
+# A plain line: starts with a letter (no block syntax starts so), ends without whitespace (a hard
+# break), holds no whitespace but spaces and no character that inline rules (escapes, code,
+# emphasis, links and footnotes, HTML, entities, strikethrough) or the projection (attr_list
+# braces, pymdownx.keys' `++`, table pipes) read; NUL is replaced by markdown-it.
+_PLAIN = re.compile(r"[^\W\d_][^\\`*_\[\]<>&{}|~+\x00\t\n\x0b\x0c\r]*")
+_OTHER_SPACE = re.compile(r"[^\S ]")  # whitespace but the space: ASCII's is in _PLAIN already
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+# HTML blocks that run over blank lines (CommonMark's kinds 1 and 2), until their end marker.
+_HTML_OPEN = re.compile(r"[ \t]*<(?:(!--)|(pre|script|style|textarea)(?=[\s>]|$))", re.IGNORECASE)
+PLACEHOLDER = "x"
+# Skeletons kept: one a page, as the parse caches of sourcemap keep pages.
+SKELETONS = 256
+
+
+class Reading(NamedTuple):
+    """A file as `read` reads it: markdown-it's tokens of its skeleton (shared: never change
+    them) and, by the index of each placeholder's `paragraph_open`, the plain paragraphs it
+    stands for as lines [start, end). `tokens()` gives the file's tokens."""
+
+    skeleton: Sequence[Token]
+    paragraphs: Mapping[int, list[tuple[int, int]]]
+    lines: list[str]
+
+    def tokens(self) -> list[Token]:
+        """The file's tokens: the skeleton's, placeholders replaced by their paragraphs."""
+        if not self.paragraphs:
+            return list(self.skeleton)
+        out: list[Token] = []
+        at = 0
+        for i, run in sorted(self.paragraphs.items()):
+            out += self.skeleton[at:i]
+            for start, end in run:
+                out += _paragraph(self.lines, start, end)
+            at = i + 3
+        out += self.skeleton[at:]
+        return out
+
+
+def _plain(line: str) -> bool:
+    return (
+        _PLAIN.fullmatch(line) is not None
+        and line[-1] != " "
+        and (line.isascii() or _OTHER_SPACE.search(line) is None)
+    )
+
+
+def _blank(line: str) -> bool:
+    return not line.strip(" \t")
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The first line after front matter (0 without), or -1 when it is not closed."""
+    if not lines or not lines[0].startswith("---"):
+        return 0
+    for n in range(1, len(lines)):
+        if lines[n].startswith(("---", "...")):
+            return n + 1
+    return -1
+
+
+def runs(lines: list[str], source: list[str]) -> list[list[tuple[int, int]]]:
+    """Runs of plain top-level paragraphs, each paragraph as lines [start, end), 0-based, of
+    `lines` (the file as parsed) whose lines are those of `source` (the file as written).
+
+    Conservative: a line this scan takes for one that markdown-it reads otherwise is caught by
+    the placeholder check (`read`); a paragraph left out only costs its parse.
+    """
+    found: list[list[tuple[int, int]]] = []
+    start = _front_matter_end(lines)
+    if start < 0:
+        return found
+    fence = ""
+    html_end = ""
+    after_blank = True
+    in_run = False
+    n, count = start, len(lines)
+    while n < count:
+        line = lines[n]
+        if fence:
+            marker = _FENCE.match(line)
+            closing = marker.group(1) if marker else ""
+            if closing[:1] == fence[0] and len(closing) >= len(fence):
+                fence = fence if line[marker.end() :].strip() else ""  # type: ignore[union-attr]
+            n, after_blank, in_run = n + 1, False, False
+            continue
+        if html_end:
+            if html_end in line.lower():
+                html_end = ""
+            n, after_blank, in_run = n + 1, False, False
+            continue
+        if _blank(line):
+            n, after_blank = n + 1, True
+            continue
+        if after_blank and _plain(line) and line == source[n]:
+            end = n + 1
+            while end < count and _plain(lines[end]) and lines[end] == source[end]:
+                end += 1
+            if end == count or _blank(lines[end]):
+                if in_run:
+                    found[-1].append((n, end))
+                else:
+                    found.append([(n, end)])
+                n, after_blank, in_run = end, False, True
+                continue
+            n, after_blank, in_run = end, False, False
+            continue
+        if marker := _FENCE.match(line):
+            fence = marker.group(1)
+        elif html := _HTML_OPEN.match(line):
+            closer = "-->" if html.group(1) else f"</{html.group(2).lower()}>"
+            if closer not in line[html.end() :].lower():
+                html_end = closer
+        n, after_blank, in_run = n + 1, False, False
+    return found
+
+
+@lru_cache(maxsize=SKELETONS)
+def _skeleton(text: str, md: MarkdownIt) -> tuple[Token, ...]:
+    # A tuple: the same tokens are handed out for every file of this skeleton, never changed.
+    return tuple(md.parse(text))
+
+
+def _paragraph(lines: list[str], start: int, end: int) -> list[Token]:
+    """The tokens markdown-it makes of plain lines [start, end) (`_PLAIN`)."""
+    children: list[Token] = []
+    for line in lines[start:end]:
+        if children:
+            children.append(Token("softbreak", "br", 0))
+        children.append(Token("text", "", 0, content=line))
+    content = "\n".join(lines[start:end])
+    return [
+        Token("paragraph_open", "p", 1, map=[start, end], block=True),
+        Token(
+            "inline",
+            "",
+            0,
+            map=[start, end],
+            level=1,
+            children=children,
+            content=content,
+            block=True,
+        ),
+        Token("paragraph_close", "p", -1, block=True),
+    ]
+
+
+def read(text: str, md: MarkdownIt, source: str) -> Reading:
+    """How `md` reads `text` (line ends `\\n`), plain paragraphs read here; `text` is `source`
+    rewritten line for line (`mdparse`): lines rewritten are left to markdown-it."""
+    lines = text.split("\n")
+    found = runs(lines, source.split("\n") if source is not text else lines)
+    if not found:
+        return Reading(md.parse(text), {}, lines)
+    skeleton = list(lines)
+    by_line: dict[int, list[tuple[int, int]]] = {}
+    for run in found:
+        first, last = run[0][0], run[-1][1]
+        skeleton[first:last] = [PLACEHOLDER] + [""] * (last - first - 1)
+        by_line[first] = run
+    parsed = _skeleton("\n".join(skeleton), md)
+    paragraphs = {
+        i: by_line[token.map[0]]
+        for i, token in enumerate(parsed)
+        if token.map and token.map[0] in by_line and _is_placeholder(parsed, i)
+    }
+    if len(paragraphs) != len(found):
+        return Reading(md.parse(text), {}, lines)
+    return Reading(parsed, paragraphs, lines)
+
+
+def _is_placeholder(tokens: Sequence[Token], i: int) -> bool:
+    """Whether tokens[i:i + 3] are a top-level paragraph of the placeholder line alone."""
+    if i + 2 >= len(tokens):
+        return False
+    opening, inline, closing = tokens[i : i + 3]
+    return (
+        opening.type == "paragraph_open"
+        and opening.level == 0
+        and opening.map is not None
+        and opening.map[1] == opening.map[0] + 1
+        and inline.type == "inline"
+        and inline.content == PLACEHOLDER
+        and closing.type == "paragraph_close"
+    )
