@@ -25,7 +25,7 @@ from typing import NamedTuple
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["Reading", "read"]
+__all__ = ["Paragraph", "Reading", "placed", "read"]
 
 # A plain line: starts with a letter (no block syntax starts so), ends without whitespace (a hard
 # break), holds no whitespace but spaces and no character that inline rules (escapes, code,
@@ -37,17 +37,32 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 # HTML blocks that run over blank lines (CommonMark's kinds 1 and 2), until their end marker.
 _HTML_OPEN = re.compile(r"[ \t]*<(?:(!--)|(pre|script|style|textarea)(?=[\s>]|$))", re.IGNORECASE)
 PLACEHOLDER = "x"
-# Skeletons kept: one a page, as the parse caches of sourcemap keep pages.
+# Skeletons kept: one a page, as the parse caches of sourcemap keep pages; paragraphs with markup
+# (a few hundred bytes of tokens each): those of a few dozen pages.
 SKELETONS = 256
+PARAGRAPHS = 8192
+_LETTER = re.compile(r"[^\W\d_]")
+# A link reference or footnote definition anywhere (fences too: conservative): then a paragraph
+# with brackets reads differently in the file and alone.
+_DEFINITION = re.compile(r"^ {0,3}\[[^\]]*\]:", re.MULTILINE)
+
+
+class Paragraph(NamedTuple):
+    """A top-level paragraph read without the file: lines [start, end), and markdown-it's
+    tokens of it alone (lines from 0; shared, never changed), None for a plain one."""
+
+    start: int
+    end: int
+    alone: tuple[Token, ...] | None
 
 
 class Reading(NamedTuple):
     """A file as `read` reads it: markdown-it's tokens of its skeleton (shared: never change
-    them) and, by the index of each placeholder's `paragraph_open`, the plain paragraphs it
-    stands for as lines [start, end). `tokens()` gives the file's tokens."""
+    them) and, by the index of each placeholder's `paragraph_open`, the paragraphs it stands
+    for. `tokens()` gives the file's tokens."""
 
     skeleton: Sequence[Token]
-    paragraphs: Mapping[int, list[tuple[int, int]]]
+    paragraphs: Mapping[int, list[Paragraph]]
     lines: list[str]
 
     def tokens(self) -> list[Token]:
@@ -58,11 +73,30 @@ class Reading(NamedTuple):
         at = 0
         for i, run in sorted(self.paragraphs.items()):
             out += self.skeleton[at:i]
-            for start, end in run:
-                out += _paragraph(self.lines, start, end)
+            for paragraph in run:
+                out += placed(paragraph) or _paragraph(self.lines, paragraph.start, paragraph.end)
             at = i + 3
         out += self.skeleton[at:]
         return out
+
+
+def placed(paragraph: Paragraph) -> list[Token]:
+    """The tokens of a paragraph read alone, moved to its lines ([] for a plain one)."""
+    if paragraph.alone is None:
+        return []
+    opening, inline, closing = paragraph.alone
+    where = [paragraph.start, paragraph.end]
+    return [opening.copy(map=where), inline.copy(map=list(where)), closing]
+
+
+@lru_cache(maxsize=PARAGRAPHS)
+def _alone(text: str, md: MarkdownIt) -> tuple[Token, ...] | None:
+    """markdown-it's tokens of `text` alone when they are one paragraph of all of it."""
+    tokens = md.parse(text)
+    lines = text.count("\n") + 1
+    if len(tokens) != 3 or tokens[0].type != "paragraph_open" or tokens[0].map != [0, lines]:
+        return None
+    return tuple(tokens)
 
 
 def _plain(line: str) -> bool:
@@ -87,17 +121,19 @@ def _front_matter_end(lines: list[str]) -> int:
     return -1
 
 
-def runs(lines: list[str], source: list[str]) -> list[list[tuple[int, int]]]:
-    """Runs of plain top-level paragraphs, each paragraph as lines [start, end), 0-based, of
-    `lines` (the file as parsed) whose lines are those of `source` (the file as written).
+def runs(lines: list[str], source: list[str], md: MarkdownIt) -> list[list[Paragraph]]:
+    """Runs of top-level paragraphs read alone, of `lines` (the file as parsed) whose lines are
+    those of `source` (the file as written); each line starts with a letter, and a paragraph
+    with markup reads as one paragraph alone, with no brackets if the file defines links.
 
     Conservative: a line this scan takes for one that markdown-it reads otherwise is caught by
     the placeholder check (`read`); a paragraph left out only costs its parse.
     """
-    found: list[list[tuple[int, int]]] = []
+    found: list[list[Paragraph]] = []
     start = _front_matter_end(lines)
     if start < 0:
         return found
+    defines = _DEFINITION.search("\n".join(lines)) is not None
     fence = ""
     html_end = ""
     after_blank = True
@@ -120,18 +156,21 @@ def runs(lines: list[str], source: list[str]) -> list[list[tuple[int, int]]]:
         if _blank(line):
             n, after_blank = n + 1, True
             continue
-        if after_blank and _plain(line) and line == source[n]:
+        if after_blank and _LETTER.match(line) and line == source[n]:
             end = n + 1
-            while end < count and _plain(lines[end]) and lines[end] == source[end]:
+            while end < count and _LETTER.match(lines[end]) and lines[end] == source[end]:
                 end += 1
+            paragraph = None
             if end == count or _blank(lines[end]):
-                if in_run:
-                    found[-1].append((n, end))
-                else:
-                    found.append([(n, end)])
-                n, after_blank, in_run = end, False, True
+                paragraph = _read_alone(lines, n, end, md, defines)
+            if paragraph is None:
+                n, after_blank, in_run = end, False, False
                 continue
-            n, after_blank, in_run = end, False, False
+            if in_run:
+                found[-1].append(paragraph)
+            else:
+                found.append([paragraph])
+            n, after_blank, in_run = end, False, True
             continue
         if marker := _FENCE.match(line):
             fence = marker.group(1)
@@ -141,6 +180,19 @@ def runs(lines: list[str], source: list[str]) -> list[list[tuple[int, int]]]:
                 html_end = closer
         n, after_blank, in_run = n + 1, False, False
     return found
+
+
+def _read_alone(
+    lines: list[str], start: int, end: int, md: MarkdownIt, defines: bool
+) -> Paragraph | None:
+    """Paragraph lines [start, end) (each starting with a letter) read alone, or None."""
+    if all(_plain(line) for line in lines[start:end]):
+        return Paragraph(start, end, None)
+    text = "\n".join(lines[start:end])
+    if defines and ("[" in text or "]" in text):
+        return None
+    alone = _alone(text, md)
+    return None if alone is None else Paragraph(start, end, alone)
 
 
 @lru_cache(maxsize=SKELETONS)
@@ -177,13 +229,13 @@ def read(text: str, md: MarkdownIt, source: str) -> Reading:
     """How `md` reads `text` (line ends `\\n`), plain paragraphs read here; `text` is `source`
     rewritten line for line (`mdparse`): lines rewritten are left to markdown-it."""
     lines = text.split("\n")
-    found = runs(lines, source.split("\n") if source is not text else lines)
+    found = runs(lines, source.split("\n") if source is not text else lines, md)
     if not found:
         return Reading(md.parse(text), {}, lines)
     skeleton = list(lines)
-    by_line: dict[int, list[tuple[int, int]]] = {}
+    by_line: dict[int, list[Paragraph]] = {}
     for run in found:
-        first, last = run[0][0], run[-1][1]
+        first, last = run[0].start, run[-1].end
         skeleton[first:last] = [PLACEHOLDER] + [""] * (last - first - 1)
         by_line[first] = run
     parsed = _skeleton("\n".join(skeleton), md)

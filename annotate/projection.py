@@ -20,6 +20,7 @@ from typing import Any
 from markdown_it.token import Token
 
 from .mdparse import NEWLINES, TAB_TAG, continues_tab_set, line_starts, read
+from .plaintext import Paragraph, placed
 
 __all__ = ["HTMLText", "ProjectedText", "project_markdown"]
 
@@ -223,13 +224,18 @@ class _Projector:
             # Images show no text (alt is an attribute); the other children are markup.
         self.end_block()
 
-    def plain(self, paragraphs: list[tuple[int, int]]) -> None:
-        """`inline` of plain paragraphs, lines [start, end) (annotate/plaintext.py): their lines
-        are their text, so each character is where it stands, each line break on its `\\n`, and
-        the break after the last line placed as `end_block` places it."""
-        for first, end in paragraphs:
-            start, stop = self._line_offset(first), self._line_offset(end)
-            text_end = stop - 1 if end < len(self.line_starts) else stop  # before the `\n`
+    def paragraphs(self, run: list[Paragraph]) -> None:
+        """The paragraphs a placeholder stands for (annotate/plaintext.py): those with markup
+        as `inline` projects them; a plain one's lines are its text, so each character is where
+        it stands, each line break on its `\\n`, and the break after the last line placed as
+        `end_block` places it."""
+        for paragraph in run:
+            if paragraph.alone is not None:
+                self.inline(placed(paragraph)[1])
+                continue
+            start, stop = self._line_offset(paragraph.start), self._line_offset(paragraph.end)
+            # Before the last line's `\n` (the file's end when it has none).
+            text_end = stop - 1 if paragraph.end < len(self.line_starts) else stop
             self.chars.extend(self.source[start:text_end])
             self.offsets.extend(range(start, text_end))
             self.code_flags.extend(bytes(text_end - start))
@@ -290,7 +296,7 @@ class _Projector:
         self.end_block()
 
     def walk(
-        self, tokens: Sequence[Token], plain: Mapping[int, list[tuple[int, int]]] | None = None
+        self, tokens: Sequence[Token], plain: Mapping[int, list[Paragraph]] | None = None
     ) -> None:
         """Project `tokens`; `plain`: the paragraphs each placeholder of a skeleton stands for
         (`plaintext.Reading`), by the index of its `paragraph_open`."""
@@ -307,7 +313,7 @@ class _Projector:
             if i < after:
                 continue
             if i in plain:
-                self.plain(plain[i])
+                self.paragraphs(plain[i])
                 after = i + 3
             elif kind == "inline" and token.map is not None:
                 self.inline(token)
