@@ -37,10 +37,10 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 # HTML blocks that run over blank lines (CommonMark's kinds 1 and 2), until their end marker.
 _HTML_OPEN = re.compile(r"[ \t]*<(?:(!--)|(pre|script|style|textarea)(?=[\s>]|$))", re.IGNORECASE)
 PLACEHOLDER = "x"
-# Skeletons kept: one a page, as the parse caches of sourcemap keep pages; paragraphs with markup
-# (a few hundred bytes of tokens each): those of a few dozen pages.
-SKELETONS = 256
-PARAGRAPHS = 8192
+# Kept for the next version of a page being edited: skeletons (tokens of the rest of a page, up to
+# 1.3 MB for MkDocs' 42 kB configuration.md: tracemalloc) and paragraphs with markup (a few kB).
+SKELETONS = 32
+PARAGRAPHS = 2048
 _LETTER = re.compile(r"[^\W\d_]")
 # A link reference or footnote definition anywhere (fences too: conservative): then a paragraph
 # with brackets reads differently in the file and alone.
