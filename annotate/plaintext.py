@@ -18,6 +18,8 @@ the file is parsed whole. `mdparse.parse_full` is what this must equal, token fo
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
@@ -89,14 +91,71 @@ def placed(paragraph: Paragraph) -> list[Token]:
     return [opening.copy(map=where), inline.copy(map=list(where)), closing]
 
 
-@lru_cache(maxsize=PARAGRAPHS)
-def _alone(text: str, md: MarkdownIt) -> tuple[Token, ...] | None:
-    """markdown-it's tokens of `text` alone when they are one paragraph of all of it."""
-    tokens = md.parse(text)
-    lines = text.count("\n") + 1
-    if len(tokens) != 3 or tokens[0].type != "paragraph_open" or tokens[0].map != [0, lines]:
-        return None
-    return tuple(tokens)
+class _Kept:
+    """Paragraph texts and their tokens alone (None: not one paragraph alone), the least
+    recently used dropped first; shared by the server's threads."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[Token, ...] | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> tuple[Token, ...] | bool | None:
+        """The tokens kept for `text`, or False when none are."""
+        with self._lock:
+            if text not in self._items:
+                return False
+            self._items.move_to_end(text)
+            return self._items[text]
+
+    def put(self, text: str, tokens: tuple[Token, ...] | None) -> None:
+        with self._lock:
+            self._items[text] = tokens
+            self._items.move_to_end(text)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_kept = _Kept(PARAGRAPHS)
+
+
+def _one_paragraph(tokens: Sequence[Token], first: int, lines: int) -> bool:
+    """Whether `tokens` are a paragraph of lines [first, first + lines) and nothing else."""
+    return (
+        len(tokens) == 3
+        and tokens[0].type == "paragraph_open"
+        and tokens[0].map == [first, first + lines]
+        and tokens[1].type == "inline"
+    )
+
+
+def _read_all_alone(texts: list[str], md: MarkdownIt) -> None:
+    """Keep each paragraph text's tokens alone, read in one parse of them all, blank lines
+    between: each is then read as alone (no link or footnote is defined in a paragraph that
+    starts with a letter), unless an inline footnote adds tokens; then one by one."""
+    tokens = md.parse("\n\n".join(texts))
+    if len(tokens) == 3 * len(texts):
+        read: list[tuple[Token, ...]] = []
+        first = 0
+        for i, text in enumerate(texts):
+            lines = text.count("\n") + 1
+            opening, inline, closing = tokens[3 * i : 3 * i + 3]
+            if not _one_paragraph(tokens[3 * i : 3 * i + 3], first, lines):
+                break
+            where = [0, lines]
+            read.append((opening.copy(map=where), inline.copy(map=list(where)), closing))
+            first += lines + 1
+        else:
+            for text, alone in zip(texts, read, strict=True):
+                _kept.put(text, alone)
+            return
+    for text in texts:
+        alone = tuple(md.parse(text))
+        _kept.put(text, alone if _one_paragraph(alone, 0, text.count("\n") + 1) else None)
 
 
 def _plain(line: str) -> bool:
@@ -121,7 +180,7 @@ def _front_matter_end(lines: list[str]) -> int:
     return -1
 
 
-def runs(lines: list[str], source: list[str], md: MarkdownIt) -> list[list[Paragraph]]:
+def runs(lines: list[str], source: list[str], unread: list[str]) -> list[list[Paragraph]]:
     """Runs of top-level paragraphs read alone, of `lines` (the file as parsed) whose lines are
     those of `source` (the file as written); each line starts with a letter, and a paragraph
     with markup reads as one paragraph alone, with no brackets if the file defines links.
@@ -162,7 +221,7 @@ def runs(lines: list[str], source: list[str], md: MarkdownIt) -> list[list[Parag
                 end += 1
             paragraph = None
             if end == count or _blank(lines[end]):
-                paragraph = _read_alone(lines, n, end, md, defines)
+                paragraph = _read_alone(lines, n, end, defines, unread)
             if paragraph is None:
                 n, after_blank, in_run = end, False, False
                 continue
@@ -183,16 +242,20 @@ def runs(lines: list[str], source: list[str], md: MarkdownIt) -> list[list[Parag
 
 
 def _read_alone(
-    lines: list[str], start: int, end: int, md: MarkdownIt, defines: bool
+    lines: list[str], start: int, end: int, defines: bool, unread: list[str]
 ) -> Paragraph | None:
-    """Paragraph lines [start, end) (each starting with a letter) read alone, or None."""
+    """Paragraph lines [start, end) (each starting with a letter) read alone, or None; one
+    whose text was never read alone is added to `unread` and given no tokens yet (`()`)."""
     if all(_plain(line) for line in lines[start:end]):
         return Paragraph(start, end, None)
     text = "\n".join(lines[start:end])
     if defines and ("[" in text or "]" in text):
         return None
-    alone = _alone(text, md)
-    return None if alone is None else Paragraph(start, end, alone)
+    alone = _kept.get(text)
+    if alone is False:
+        unread.append(text)
+        return Paragraph(start, end, ())
+    return None if alone is None else Paragraph(start, end, alone)  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=SKELETONS)
@@ -229,7 +292,12 @@ def read(text: str, md: MarkdownIt, source: str) -> Reading:
     """How `md` reads `text` (line ends `\\n`), plain paragraphs read here; `text` is `source`
     rewritten line for line (`mdparse`): lines rewritten are left to markdown-it."""
     lines = text.split("\n")
-    found = runs(lines, source.split("\n") if source is not text else lines, md)
+    written = source.split("\n") if source is not text else lines
+    unread: list[str] = []
+    found = runs(lines, written, unread)
+    if unread:  # read them all in one parse, then scan again with what they are
+        _read_all_alone(list(dict.fromkeys(unread)), md)
+        found = runs(lines, written, [])
     if not found:
         return Reading(md.parse(text), {}, lines)
     skeleton = list(lines)
