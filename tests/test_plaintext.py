@@ -46,6 +46,7 @@ NEAR_PLAIN = [
     "Pipe | in a line",
     "Bracket [link][ref]",
     "Footnote[^1] here",
+    "An inline footnote^[Its text.] here",
     "Code `span` here",
     "9 starts with a digit",
     "_Starts with markup_",
@@ -204,6 +205,15 @@ def test_plain_lines_rewritten_for_parsing_are_left_to_markdown_it() -> None:
     source = "Term\n:   Its definition, in plain words\n\nPlain words.\n"
     assert mdparse.read(source).paragraphs  # the last paragraph only
     assert_read_as_whole(source)
+
+
+def test_paragraphs_read_together_read_as_alone() -> None:
+    """New paragraphs with markup are read in one parse; an inline footnote numbers the notes
+    of the page, so the paragraphs are then read one by one."""
+    source = "Some `code` here.\n\nAn inline^[note] footnote.\n\nMore^[again] of them.\n"
+    plaintext._kept.clear()
+    assert_read_as_whole(source)
+    assert all(p.alone for run in mdparse.read(source).paragraphs.values() for p in run)
 
 
 def test_a_placeholder_inside_a_construct_the_scan_missed_falls_back() -> None:
