@@ -115,7 +115,8 @@ class _Kept:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
-    def clear(self) -> None:
+    def cache_clear(self) -> None:
+        """Forget every paragraph (as `functools.lru_cache` names it)."""
         with self._lock:
             self._items.clear()
 

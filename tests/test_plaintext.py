@@ -211,7 +211,7 @@ def test_paragraphs_read_together_read_as_alone() -> None:
     """New paragraphs with markup are read in one parse; an inline footnote numbers the notes
     of the page, so the paragraphs are then read one by one."""
     source = "Some `code` here.\n\nAn inline^[note] footnote.\n\nMore^[again] of them.\n"
-    plaintext._kept.clear()
+    plaintext._kept.cache_clear()
     assert_read_as_whole(source)
     assert all(p.alone for run in mdparse.read(source).paragraphs.values() for p in run)
 
