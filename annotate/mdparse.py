@@ -8,6 +8,7 @@ code spans in tables, definitions), so that token line maps stay valid for the o
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from markdown_it import MarkdownIt
@@ -17,16 +18,22 @@ from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from . import plaintext
+from .plaintext import Reading
+
 __all__ = [
     "FENCE",
     "NEWLINES",
     "NEW_TAB_GROUP",
     "TAB_TAG",
     "Block",
+    "Reading",
     "blocks",
     "continues_tab_set",
     "line_starts",
     "parse",
+    "parse_full",
+    "read",
 ]
 
 # Material content tabs (pymdownx.tabbed): `=== "Label"` with an indented body. Rewritten to an
@@ -64,7 +71,7 @@ def line_starts(source: str) -> list[int]:
     return [0, *(m.end() for m in _NEWLINE.finditer(source))]
 
 
-def continues_tab_set(tokens: list[Token], close: int) -> bool:
+def continues_tab_set(tokens: Sequence[Token], close: int) -> bool:
     """Whether the token after the tab closing at `close` opens the next tab of the same set."""
     if close + 1 >= len(tokens):
         return False
@@ -168,7 +175,18 @@ def _for_parsing(source: str) -> str:
 def parse(source: str) -> list[Token]:
     """The tokens of `source` (line ends `\\n`), rewritten first where markdown-it would read it
     unlike Python-Markdown; their line maps refer to `source`."""
+    return read(source).tokens()
+
+
+def parse_full(source: str) -> list[Token]:
+    """`parse` without the shortcut for plain paragraphs (what `read` must equal)."""
     return _MD.parse(_for_parsing(source))
+
+
+def read(source: str) -> Reading:
+    """`parse_full`'s tokens, with the plain paragraphs (annotate/plaintext.py) made here rather
+    than by markdown-it, and the rest parsed once per text of it (`plaintext.skeleton`)."""
+    return plaintext.read(_for_parsing(source), _MD, source)
 
 
 class Block(NamedTuple):

@@ -11,6 +11,7 @@ import bisect
 import html
 import re
 import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -18,7 +19,8 @@ from typing import Any
 
 from markdown_it.token import Token
 
-from .mdparse import NEWLINES, TAB_TAG, continues_tab_set, line_starts, parse
+from .mdparse import NEWLINES, TAB_TAG, continues_tab_set, line_starts, read
+from .plaintext import Paragraph, placed
 
 __all__ = ["HTMLText", "ProjectedText", "project_markdown"]
 
@@ -222,6 +224,25 @@ class _Projector:
             # Images show no text (alt is an attribute); the other children are markup.
         self.end_block()
 
+    def paragraphs(self, run: list[Paragraph]) -> None:
+        """The paragraphs a placeholder stands for (annotate/plaintext.py): those with markup
+        as `inline` projects them; a plain one's lines are its text, so each character is where
+        it stands, each line break on its `\\n`, and the break after the last line placed as
+        `end_block` places it."""
+        for paragraph in run:
+            if paragraph.alone is not None:
+                self.inline(placed(paragraph)[1])
+                continue
+            start, stop = self._line_offset(paragraph.start), self._line_offset(paragraph.end)
+            # Before the last line's `\n` (the file's end when it has none).
+            text_end = stop - 1 if paragraph.end < len(self.line_starts) else stop
+            self.chars.extend(self.source[start:text_end])
+            self.offsets.extend(range(start, text_end))
+            self.code_flags.extend(bytes(text_end - start))
+            self.region, self.cursor = (start, stop), text_end
+            self._decoded = self._raw = None
+            self.emit("\n", [self._here()])
+
     def _text(self, content: str) -> None:
         offsets = self.align(content)
         if "++" in content:
@@ -274,7 +295,13 @@ class _Projector:
                 self.end_block()
         self.end_block()
 
-    def walk(self, tokens: list[Token]) -> None:
+    def walk(
+        self, tokens: Sequence[Token], plain: Mapping[int, list[Paragraph]] | None = None
+    ) -> None:
+        """Project `tokens`; `plain`: the paragraphs each placeholder of a skeleton stands for
+        (`plaintext.Reading`), by the index of its `paragraph_open`."""
+        plain = plain or {}
+        after = 0  # the first token after a placeholder's
         footnotes: list[tuple[int, int, int]] = []  # (number, start, end) in the projection
         fn_start = fn_number = 0
         # Content tabs: per open admonition [is_tab, label_start, label_end]; finished tabs of the
@@ -283,7 +310,12 @@ class _Projector:
         tab_set: list[tuple[int, int, int]] = []
         for i, token in enumerate(tokens):
             kind = token.type
-            if kind == "inline" and token.map is not None:
+            if i < after:
+                continue
+            if i in plain:
+                self.paragraphs(plain[i])
+                after = i + 3
+            elif kind == "inline" and token.map is not None:
                 self.inline(token)
             elif kind in ("fence", "code_block") and token.map is not None:
                 self.code(token)
@@ -408,7 +440,8 @@ def project_markdown(source: str) -> ProjectedText:
     """
     source = NEWLINES.sub("\n", source)
     projector = _Projector(source)
-    projector.walk(parse(source))
+    reading = read(source)
+    projector.walk(reading.skeleton, reading.paragraphs)
     return ProjectedText(
         source, "".join(projector.chars), tuple(projector.offsets), bytes(projector.code_flags)
     )

@@ -405,6 +405,8 @@ def measure_verbs(
         RUNS["create"],
         before=open_page,
     )
+    # That page load's own cost: reading, parsing and folding the page's Markdown (cached by text).
+    ours["prepare"] = measure(lambda: store.prepare_page(rng.choice(others).url), RUNS["create"])
     ours["get"] = measure(lambda: store.get_annotation(rng.choice(ids)), RUNS["get"])
     ours["list"] = measure(lambda: store.list_annotations(page_url=busy), RUNS["list"])
     saves = iter(range(1, 1_000_000))
@@ -520,6 +522,7 @@ LABELS = {
     "list_edited": "  same, page just saved",
     "list_rewritten": "  same, a paragraph rewritten",
     "create_opened": "create, page opened (prepared)",
+    "prepare": "page opened (prepare_page)",
     "reconcile_switch": "reconcile, branch switch (all)",
     "reply": "reply (add_agent_reply)",
     "export": "export markdown (all)",

@@ -149,6 +149,11 @@ def haystack_of(source: str) -> Haystack:
     """The haystack of Markdown `source` (line ends `\\n`), made once per text."""
     projected = project_markdown(source)
     text, index = normalise(projected.text)
+    if len(index) == len(projected.text) and projected.text.isascii():
+        # Folding ASCII keeps each character at most once, in order: all kept, nothing moved (a
+        # page of plain paragraphs), so the gathers below would copy.
+        offsets = array("q", projected.offsets)
+        return Haystack(text, offsets, line_starts(source), projected.code, projected.text)
     # One C-level gather per sequence (itemgetter of all indexes), not a Python call a character.
     pick = _gather(index)
     offsets = array("q", pick(projected.offsets))
