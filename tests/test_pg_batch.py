@@ -184,3 +184,44 @@ def test_round_trips_of_the_rest_hot_path(store: Store, round_trips: list[str]) 
     assert trips(lambda: store.changes(1)) == 1
     assert trips(lambda: store.changes(10**6)) == 1
     assert trips(lambda: store.person_for_token("nope")) == 1
+
+
+def test_an_import_costs_two_round_trips_whatever_its_size(
+    store: Store, pg_url: str, round_trips: list[str]
+) -> None:
+    """`insert_raw` reads which ids are stored in one go and sends every row with the commit:
+    two round trips for 600 notes and their replies (it was two per row, issue #31), and the
+    answer is the one it was: skipped ids counted, order and change rows kept."""
+    store.add_annotation(text_note())
+    (kept,) = store.list_annotations()
+    at = "2026-01-05T09:00:00.000Z"
+    annotations = [
+        {"id": f"a_{i:010x}", "type": "text" if i % 3 else "element", "page_url": "/guide/x/",
+         "note": f"note {i}", "intent": "comment", "status": "open", "created_at": at,
+         **({"selected_text": "pip"} if i % 3 else {})}
+        for i in range(600)
+    ] + [{"id": kept.id, "type": "text", "page_url": "/guide/x/", "note": "dup",
+          "intent": "comment", "status": "open", "created_at": at}]  # fmt: skip
+    replies = [
+        {"id": f"r_{i:010x}", "parent_id": f"a_{i:010x}", "role": "agent", "message": "m",
+         "created_at": at}
+        for i in range(0, 600, 2)
+    ] + [{"id": "r_orphan0000", "parent_id": kept.id, "role": "agent", "message": "m",
+          "created_at": at}]  # fmt: skip
+    round_trips.clear()
+    counts = store.insert_raw(annotations, [], replies)
+    assert len(round_trips) == 2
+    assert counts == {"annotations": 600, "pageNotes": 0, "replies": 300, "reviews": 0,
+                      "skipped": 2}  # fmt: skip
+    # Columns a row leaves out get the database's defaults, as when inserted one by one.
+    stored = execute(
+        pg_url,
+        "SELECT anchor_state, page_title, selected_text FROM annotations "
+        "WHERE page_url = '/guide/x/' ORDER BY rowid LIMIT 2",
+    )
+    assert stored == [("anchored", "", None), ("anchored", "", "pip")]
+    listed = store.list_annotations("/guide/x/", include_resolved=True)
+    assert [a.id for a in listed] == [f"a_{i:010x}" for i in range(600)]
+    assert [len(a.replies) for a in listed[:3]] == [1, 0, 1]
+    feed, _ = store.changes(0)
+    assert [c["action"] for c in feed].count("imported") == 600

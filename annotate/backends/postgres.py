@@ -155,6 +155,12 @@ def _params(params: Any) -> Any:
     return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
 
 
+class Many(list[Any]):
+    """The rows of values of an `executemany` queued in a transaction's batch."""
+
+    __slots__ = ()
+
+
 # What a statement answered: its columns (None: no rows), the rows it touched, its rows.
 Result = tuple[Any, int, list[tuple[Any, ...]]]
 
@@ -193,8 +199,10 @@ class Cursor:
     def executemany(self, sql: str, rows: Any) -> Cursor:
         self._done = None
         if self._conn.batching:
-            for row in rows:
-                self._conn.send_later(None, postgres_sql(sql), _params(row))
+            # One entry of the batch: psycopg's executemany, which converts the statement once
+            # and sends each row's values to it prepared (issue #31: a bulk import's, a page's
+            # re-located notes).
+            self._conn.send_later(None, postgres_sql(sql), Many(_params(r) for r in rows))
             self._done = (None, -1, [])  # how many rows: not known (DB-API's -1)
             return self
         try:
@@ -315,8 +323,9 @@ class Connection:
         psycopg = _psycopg()
         raws = [self._raw.cursor() for _ in batch]
         first: BaseException | None = None
+        piped = len(batch) > 1 or isinstance(batch[0][2], Many)
         try:
-            if len(batch) == 1:
+            if not piped:
                 raws[0].execute(batch[0][1], batch[0][2])
             else:
                 # psycopg's pipeline mode: one round trip (the sync at its end), each statement
@@ -324,13 +333,17 @@ class Connection:
                 with self._raw.pipeline():
                     try:
                         for raw, (_, sql, params) in zip(raws, batch, strict=True):
-                            raw.execute(sql, params, prepare=None if params is not None else False)
+                            if isinstance(params, Many):
+                                raw.executemany(sql, params)
+                            else:
+                                prepare = None if params is not None else False
+                                raw.execute(sql, params, prepare=prepare)
                     except psycopg.Error as e:
                         first = e  # an answer that came early: the statements after it are skipped
         except psycopg.Error as e:
             first = first or e  # after the first error, only the skipped ones
         if first is not None:
-            self.spoiled = len(batch) > 1
+            self.spoiled = piped
             raise self.fail(first) from None
         for raw, (cursor, _, _) in zip(raws, batch, strict=True):
             if cursor is not None:
