@@ -51,6 +51,8 @@ ORIGINAL_COLUMNS = {
     "original_line_end": "source_line_end",
     "original_excerpt": "source_excerpt",
 }
+# What a re-location plan was made from: written only if these are still what it read.
+GUARD_COLUMNS = ("replaced_text", "source_file", "source_mtime", "quote_exact")
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -258,33 +260,26 @@ class Sources:
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
-        same = self._file.same
         # Write only if the inputs of the plan are still current: another connection may have
         # re-anchored (new replacedText, a newer check) or deleted it meanwhile, and its answer is
-        # the newer one.
-        guard = (
-            f"WHERE id = ? AND replaced_text {same} ? AND source_file {same} ? "
-            f"AND source_mtime {same} ? AND quote_exact {same} ?"
-        )
-        # Updates no reader sees (the file's new time and lines, a note found where it was) need
-        # no change row: one batched statement for each set of columns (a page's notes, a
-        # checkout's); the others one by one, each with its change row if it was written.
-        quiet: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+        # the newer one. Read once under the write lock (`Tables.current`), the updates then go
+        # in one batched statement per set of columns, the change rows of those a reader sees in
+        # one more: no round trip per note on PostgreSQL (issue #31).
         with self._file.transaction(write=True) as conn:
+            current = self._tables.current(conn, "annotations", list(updates), GUARD_COLUMNS)
+            batches: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+            seen: list[tuple[str, str]] = []
             for id, values in updates.items():
                 row = by_id[id]
-                params = (*values.values(), id, row["replaced_text"], row["source_file"],
-                          row["source_mtime"], row["quote_exact"])  # fmt: skip
-                if not reconcile.changed(row, values):
-                    quiet.setdefault(tuple(values), []).append(params)
+                if current.get(id) != tuple(row[c] for c in GUARD_COLUMNS):
                     continue
-                sets = ", ".join(f"{k} = ?" for k in values)
-                cur = conn.execute(f"UPDATE annotations SET {sets} {guard}", params)
-                if cur.rowcount:
-                    self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
-            for columns, batch in quiet.items():
+                batches.setdefault(tuple(values), []).append((*values.values(), id))
+                if reconcile.changed(row, values):
+                    seen.append((id, row["page_url"]))
+            for columns, batch in batches.items():
                 sets = ", ".join(f"{k} = ?" for k in columns)
-                conn.executemany(f"UPDATE annotations SET {sets} {guard}", batch)
+                conn.executemany(f"UPDATE annotations SET {sets} WHERE id = ?", batch)
+            self._tables.record_many(conn, "annotation", "anchor", seen)
         return len(updates)
 
     def locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:
