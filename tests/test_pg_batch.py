@@ -6,6 +6,7 @@ in the database. And the round trips each verb of the REST hot path costs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,10 @@ def test_round_trips_of_the_rest_hot_path(store: Store, round_trips: list[str]) 
     # The page's URL (and its Markdown file) outside the transaction, then the transaction.
     assert trips(lambda: store.add_annotation(text_note(note="next"))) == 2
     assert trips(lambda: store.list_annotations("/guide/install/", as_json=True)) == 3
+    # The check for changed Markdown, then the note, its replies and COMMIT together (was 4).
+    assert trips(lambda: store.get_annotation(a.id)) == 2
+    page = store.add_page_note({"pageUrl": "/guide/install/", "note": "More on pipx."})
+    assert trips(lambda: store.get_annotation(page.id)) == 3  # + its Markdown file (was 5)
     assert trips(lambda: store.changes(1)) == 1
     assert trips(lambda: store.changes(10**6)) == 1
     assert trips(lambda: store.person_for_token("nope")) == 1
@@ -225,3 +230,21 @@ def test_an_import_costs_two_round_trips_whatever_its_size(
     assert [len(a.replies) for a in listed[:3]] == [1, 0, 1]
     feed, _ = store.changes(0)
     assert [c["action"] for c in feed].count("imported") == 600
+
+
+def test_a_listing_after_a_save_reads_and_writes_in_five_round_trips(
+    store: Store, pg_url: str, round_trips: list[str]
+) -> None:
+    """The page saved (a new mtime, same text): its URL, the check, the stale rows with the
+    check's COMMIT, their new mtime written with no read first (nothing a reader sees moved),
+    and the listing: 5 round trips, whatever the page holds (it was 6)."""
+    for k in range(5):
+        store.add_annotation(text_note(note=f"note {k}"))
+    page = store.project_dir / "docs" / "guide" / "install.md"
+    at = page.stat().st_mtime + 100
+    os.utime(page, (at, at))
+    round_trips.clear()
+    assert len(store.list_annotations("/guide/install/")) == 5
+    assert len(round_trips) == 5
+    mtimes = execute(pg_url, "SELECT DISTINCT source_mtime FROM annotations")
+    assert mtimes == [(at,)]
