@@ -7,12 +7,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .backends import Backend, Connection, now
-from .fields import ANNOTATION, PAGE_NOTE
 from .filters import Filter
 from .items import Items
 from .models import ANCHOR_STATES, STATUSES, Annotation, PageNote, Summary
 from .sources import ALL_ANNOTATIONS, Sources
-from .tables import IN_CHUNK, Item, Tables, decode_annotation, decode_page_note, kind_of, pause_gc
+from .tables import IN_CHUNK, Tables, decode_annotation, decode_page_note, kind_of, pause_gc
 
 __all__ = ["Bulk"]
 
@@ -56,26 +55,9 @@ class Bulk:
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
         """
-        if not self._file.writes_rows:
-            return self._export_rows_of_objects(include_resolved=include_resolved)
         where = "" if include_resolved else " WHERE status != 'resolved'"
         with pause_gc(), self._sources.reading(ALL_ANNOTATIONS + where) as conn:
             return self._file.export_rows(conn, where)
-
-    def _export_rows_of_objects(
-        self, *, include_resolved: bool
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
-        """`export_rows` from objects: the fields' SQL (`json_extract`) is SQLite's."""
-        annotations, notes = self.all_items(include_resolved=include_resolved)
-        items: list[Item] = [*annotations, *notes]
-        replies: dict[str, list[tuple[str, str]]] = {
-            i.id: [(r.role, r.message) for r in i.replies] for i in items if i.replies
-        }
-        return (
-            [_annotation_row(a) for a in annotations],
-            [_page_note_row(p) for p in notes],
-            replies,
-        )
 
     def summary(self, *, branch: str | None = None) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent.
@@ -231,8 +213,3 @@ def _insert_rows(conn: Connection, table: str, rows: Sequence[Mapping[str, Any]]
         f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})",
         [tuple(row.get(c, _DEFAULTS.get(c)) for c in cols) for row in rows],
     )
-
-
-# The export's rows of objects, from the field table (annotate/fields.py).
-_annotation_row: Callable[[Annotation], tuple[Any, ...]] = ANNOTATION.row_of()
-_page_note_row: Callable[[PageNote], tuple[Any, ...]] = PAGE_NOTE.row_of()

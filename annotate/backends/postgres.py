@@ -47,6 +47,7 @@ from ..errors import (
     StoreUnreachableError,
     ValidationError,
 )
+from ..fields import ANNOTATION, PAGE_NOTE
 from .interface import BUSY_TIMEOUT_S, ExportRows, Rows, now
 from .postgres_schema import Migrator
 
@@ -110,6 +111,13 @@ def redact(text: str) -> str:
 
 
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
+_JSON_PATH = re.compile(r"json_extract\((\w+), '\$\.(\w+)'\)")
+
+
+def _json_paths(sql: str) -> str:
+    """SQLite's `json_extract(column, '$.key')` of the field table's SQL as PostgreSQL spells it
+    (the export reads strings only, which both give as text)."""
+    return _JSON_PATH.sub(r"(\1::json ->> '\2')", sql)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -461,8 +469,8 @@ class PostgresBackend:
     dialect = "postgresql"
     same = "IS NOT DISTINCT FROM"
     differs = "IS DISTINCT FROM"
-    # The JSON listing and the export rows are built from the objects, read in the verb's one
-    # round trip (SQLite's json_object() spelling is its own).
+    # The JSON listing is built from the objects, read in the verb's one round trip (SQLite's
+    # json_object() spelling is its own); the export's rows are read as rows (`export_rows`).
     writes_rows = False
 
     def __init__(
@@ -655,7 +663,23 @@ class PostgresBackend:
         raise NotImplementedError("PostgreSQL's listing is built from the objects (writes_rows)")
 
     def export_rows(self, conn: Any, where: str) -> ExportRows:
-        raise NotImplementedError("PostgreSQL's export is built from the objects (writes_rows)")
+        """The export's rows as the SQLite file reads them (the field table's columns, its JSON
+        paths in PostgreSQL's spelling), the three queries in one round trip: objects cost three
+        times the whole export at 100k notes (issue #31)."""
+        sent = [
+            self.send(conn, "SELECT parent_id, role, message FROM replies ORDER BY rowid", ()),
+            self.send(conn, f"SELECT {_json_paths(ANNOTATION.select)} FROM annotations{where} "
+                      "ORDER BY rowid", ()),
+            self.send(conn, f"SELECT {_json_paths(PAGE_NOTE.select)} FROM page_notes{where} "
+                      "ORDER BY rowid", ()),
+        ]  # fmt: skip
+        replies: dict[str, list[tuple[str, str]]] = {}
+        for parent, role, message in sent[0]()[1]:
+            if parent in replies:
+                replies[parent].append((role, message))
+            else:
+                replies[parent] = [(role, message)]
+        return sent[1]()[1], sent[2]()[1], replies
 
     def notify(self, conn: Any) -> None:
         """Wake the other servers at this transaction's commit (PostgreSQL sends one
