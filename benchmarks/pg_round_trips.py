@@ -24,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+sys.path.append(str(HERE.parent))  # tests.pgcluster, after the library the Python imports
 
 import psycopg  # noqa: E402
 from psycopg import Cursor, Pipeline  # noqa: E402

@@ -248,3 +248,18 @@ def test_a_listing_after_a_save_reads_and_writes_in_five_round_trips(
     assert len(round_trips) == 5
     mtimes = execute(pg_url, "SELECT DISTINCT source_mtime FROM annotations")
     assert mtimes == [(at,)]
+
+
+def test_the_export_reads_rows_in_five_round_trips(store: Store, round_trips: list[str]) -> None:
+    """The Markdown export reads the field table's columns as rows, its replies, annotations and
+    page notes in one round trip (it built every object first: 8), and says what it did before."""
+    from annotate.export import render
+
+    a = store.add_annotation(text_note())
+    store.add_reply(a.id, "Done in the install page.")
+    store.add_page_note({"pageUrl": "/guide/install/", "note": "More on pipx."})
+    expected = render(store, "markdown")
+    round_trips.clear()
+    assert render(store, "markdown") == expected
+    assert len(round_trips) == 5
+    assert "Mention pipx as well." in expected and "Done in the install page." in expected
