@@ -263,3 +263,25 @@ def test_the_export_reads_rows_in_five_round_trips(store: Store, round_trips: li
     assert render(store, "markdown") == expected
     assert len(round_trips) == 5
     assert "Mention pipx as well." in expected and "Done in the install page." in expected
+
+
+def test_a_refused_row_of_an_import_fails_it_whole(store: Store, pg_url: str) -> None:
+    """A row refused in the middle of an import's executemany: the same error as a statement
+    alone, nothing of the import stored, and the next verbs go through."""
+    execute(pg_url, "ALTER TABLE replies ADD CONSTRAINT no_x CHECK (message != 'x')")
+    at = "2026-01-05T09:00:00.000Z"
+    annotations = [
+        {"id": f"a_{i:010x}", "type": "element", "page_url": "/guide/x/", "note": f"n{i}",
+         "intent": "comment", "status": "open", "created_at": at}
+        for i in range(50)
+    ]  # fmt: skip
+    replies = [
+        {"id": f"r_{i:010x}", "parent_id": f"a_{i:010x}", "role": "agent",
+         "message": "x" if i == 25 else "fine", "created_at": at}
+        for i in range(50)
+    ]  # fmt: skip
+    with pytest.raises(annotate.StoreError, match='violates check constraint "no_x"'):
+        store.insert_raw(annotations, [], replies)
+    assert counts(pg_url)[:3] == (0, 0, 0)
+    assert store.insert_raw(annotations[:3], [], replies[:3])["annotations"] == 3
+    assert store.add_annotation(text_note()).note == text_note()["note"]
