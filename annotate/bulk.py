@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .backends import Backend
-from .fields import ANNOTATION, PAGE_NOTE
+from .backends import Backend, Connection, now
 from .filters import Filter
 from .items import Items
 from .models import ANCHOR_STATES, STATUSES, Annotation, PageNote, Summary
 from .sources import ALL_ANNOTATIONS, Sources
-from .tables import Item, Tables, decode_annotation, decode_page_note, kind_of, pause_gc
+from .tables import IN_CHUNK, Tables, decode_annotation, decode_page_note, kind_of, pause_gc
 
 __all__ = ["Bulk"]
 
@@ -56,26 +55,9 @@ class Bulk:
         Objects cost twice the whole Markdown export at 100k notes; the columns the export does
         not show (quote context, positions, excerpts) are not even read.
         """
-        if not self._file.writes_rows:
-            return self._export_rows_of_objects(include_resolved=include_resolved)
         where = "" if include_resolved else " WHERE status != 'resolved'"
         with pause_gc(), self._sources.reading(ALL_ANNOTATIONS + where) as conn:
             return self._file.export_rows(conn, where)
-
-    def _export_rows_of_objects(
-        self, *, include_resolved: bool
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
-        """`export_rows` from objects: the fields' SQL (`json_extract`) is SQLite's."""
-        annotations, notes = self.all_items(include_resolved=include_resolved)
-        items: list[Item] = [*annotations, *notes]
-        replies: dict[str, list[tuple[str, str]]] = {
-            i.id: [(r.role, r.message) for r in i.replies] for i in items if i.replies
-        }
-        return (
-            [_annotation_row(a) for a in annotations],
-            [_page_note_row(p) for p in notes],
-            replies,
-        )
 
     def summary(self, *, branch: str | None = None) -> Summary:
         """Counts by status, by anchor state, pages with notes, reviews waiting for an agent.
@@ -153,41 +135,81 @@ class Bulk:
     ) -> dict[str, int]:
         """Insert already-validated rows keeping their ids, skipping ids already present.
 
-        One transaction: an import lands whole or not at all.
+        One transaction: an import lands whole or not at all. Which ids are stored already is
+        read first, in one go (the write lock keeps it so); then each table's new rows go in
+        one `executemany`, in their given order: on PostgreSQL two round trips whatever the
+        size, not one per row (issue #31).
         """
+        given = {
+            "reviews": list(reviews),
+            "annotations": list(annotations),
+            "page_notes": list(page_notes),
+            "replies": list(replies),
+        }
         counts = {"annotations": 0, "pageNotes": 0, "replies": 0, "reviews": 0, "skipped": 0}
         inserted: set[str] = set()
         with self._file.transaction(write=True) as conn:
-            for table, rows, key in (
-                ("reviews", reviews, "reviews"),
-                ("annotations", annotations, "annotations"),
-                ("page_notes", page_notes, "pageNotes"),
-                ("replies", replies, "replies"),
-            ):
+            stored = self._stored_ids(
+                conn, {t: [r["id"] for r in rows] for t, rows in given.items()}
+            )
+            for table, rows in given.items():
+                new: list[Mapping[str, Any]] = []
                 for row in rows:
                     # A known item keeps its thread: replies come only with a new parent, so
                     # replies without ids (inline-review has none) are not duplicated.
-                    if table == "replies" and row["parent_id"] not in inserted:
+                    orphan = table == "replies" and row["parent_id"] not in inserted
+                    if orphan or row["id"] in stored[table]:
                         counts["skipped"] += 1
                         continue
-                    cols = ", ".join(row)
-                    marks = ", ".join("?" * len(row))
-                    cur = conn.execute(
-                        f"INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-                        tuple(row.values()),
-                    )
-                    if not cur.rowcount:
-                        counts["skipped"] += 1
-                        continue
-                    counts[key] += 1
-                    if table in ("annotations", "page_notes"):
-                        inserted.add(row["id"])
-                        self._tables.record(
-                            conn, kind_of(table), row["id"], "imported", row["page_url"]
-                        )
+                    stored[table].add(row["id"])  # the same id twice in the input: the first
+                    new.append(row)
+                counts[_COUNTED[table]] += len(new)
+                _insert_rows(conn, table, new)
+                if table in ("annotations", "page_notes"):
+                    inserted.update(r["id"] for r in new)
+                    stamp, kind = now(), kind_of(table)
+                    changes = [
+                        {"at": stamp, "kind": kind, "item_id": r["id"], "action": "imported",
+                         "page_url": r["page_url"]}
+                        for r in new
+                    ]  # fmt: skip
+                    _insert_rows(conn, "changes", changes)
+            if inserted:
+                self._file.notify(conn)
         return counts
 
+    def _stored_ids(self, conn: Connection, ids: Mapping[str, list[str]]) -> dict[str, set[str]]:
+        """Which of `ids` each table holds: every chunk's query sent at once, read together."""
+        sent: dict[str, list[Callable[[], Any]]] = {}
+        for table, wanted in ids.items():
+            sent[table] = []
+            for i in range(0, len(wanted), IN_CHUNK):
+                chunk = wanted[i : i + IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT id FROM {table} WHERE id IN ({marks})"
+                sent[table].append(self._tables.send_tuples(conn, sql, chunk))
+        return {t: {r[0] for read in reads for r in read()[1]} for t, reads in sent.items()}
 
-# The export's rows of objects, from the field table (annotate/fields.py).
-_annotation_row: Callable[[Annotation], tuple[Any, ...]] = ANNOTATION.row_of()
-_page_note_row: Callable[[PageNote], tuple[Any, ...]] = PAGE_NOTE.row_of()
+
+# `insert_raw`'s tables, by the key of the count it returns.
+_COUNTED = {
+    "reviews": "reviews",
+    "annotations": "annotations",
+    "page_notes": "pageNotes",
+    "replies": "replies",
+}
+# What a column left out of an INSERT gets (annotate/schema.py, `_initial`); any other: NULL.
+_DEFAULTS = {"page_title": "", "anchor_state": "anchored"}
+
+
+def _insert_rows(conn: Connection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """INSERT `rows` in their order in one `executemany` (on PostgreSQL sent with the commit,
+    without waiting): a row without a column others have gets what the database would give it."""
+    if not rows:
+        return
+    cols = list(dict.fromkeys(c for row in rows for c in row))
+    marks = ", ".join("?" * len(cols))
+    conn.executemany(
+        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})",
+        [tuple(row.get(c, _DEFAULTS.get(c)) for c in cols) for row in rows],
+    )

@@ -7,7 +7,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Literal, overload
 
+from . import validation as validate
 from .backends import Backend, Connection
+from .errors import AnnotationNotFound
 from .filters import Filter
 from .models import Annotation, PageNote, Reply
 from .sources import Sources
@@ -119,6 +121,31 @@ class Items:
         def load() -> Item:
             (row,) = rows()
             return decode_annotation(row, tuple(decode_reply(r) for r in replies()))
+
+        return load
+
+    def getting(self, conn: Connection, id: str) -> Callable[[], Item]:
+        """The annotation or page note `id` with its replies (`Store.get_annotation`): the reads
+        sent together, read after the transaction (with its commit on PostgreSQL: one round
+        trip, issue #31); a page note's Markdown file is one more read, outside it."""
+        if not validate.is_valid_id(id):
+            raise AnnotationNotFound(id)
+        rows = [
+            self._tables.send(conn, f"SELECT * FROM {table} WHERE id = ?", (id,))
+            for table in ("annotations", "page_notes")
+        ]
+        replies = self._tables.send(
+            conn, "SELECT * FROM replies WHERE parent_id = ? ORDER BY rowid", (id,)
+        )
+
+        def load() -> Item:
+            thread = tuple(decode_reply(r) for r in replies())
+            for row in rows[0]():
+                return decode_annotation(row, thread)
+            for row in rows[1]():
+                files = self._sources.page_files(self._file.connection(), {row["page_url"]})
+                return decode_page_note(row, thread, files[row["page_url"]])
+            raise AnnotationNotFound(id)
 
         return load
 

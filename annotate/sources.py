@@ -12,7 +12,7 @@ import contextlib
 import difflib
 import functools
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,6 +51,8 @@ ORIGINAL_COLUMNS = {
     "original_line_end": "source_line_end",
     "original_excerpt": "source_excerpt",
 }
+# What a re-location plan was made from: written only if these are still what it read.
+GUARD_COLUMNS = ("replaced_text", "source_file", "source_mtime", "quote_exact")
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -98,19 +100,22 @@ class Sources:
         if scope is not None and self._project.outside is None:
             with self._file.transaction(write=False) as conn:
                 stale = self._stale(conn, scope, params)
-                if not stale:
+                if stale is None:
                     yield conn
                     return
             with contextlib.suppress(StoreReadOnlyError):
                 # A store that cannot be written is read as it was last written (issue #27).
-                self.reconcile_rows(stale)
+                self.reconcile_rows(stale())
         with self._file.transaction(write=False) as conn:
             yield conn
 
-    def _stale(self, conn: Connection, scope: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    def _stale(
+        self, conn: Connection, scope: str, params: Sequence[Any]
+    ) -> Callable[[], list[dict[str, Any]]] | None:
         """The rows `scope` selects whose Markdown file changed since their last check, and those
         made on another commit of the served build's branch and not yet located in this one
-        (`reconcile._newer_build` says the same of one row)."""
+        (`reconcile._newer_build` says the same of one row); None when there are none. Read
+        when called: on PostgreSQL with the commit, one round trip for both."""
         live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
         build = self._project.build
         # One grouped query tells both: the files and mtimes, and whether any row is behind.
@@ -128,19 +133,19 @@ class Sources:
             [*behind_params, *params],
         ).fetchall()
         if not groups:
-            return []
+            return None
         locator = self.locator()
         changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
         moved = any(late for _, _, late in groups)
         if not changed and not moved:
-            return []
+            return None
         files = sorted(f for f in changed if f is not None)
         which = [f"source_file IN ({','.join('?' * len(files))})"] if files else []
         if None in changed:
             which.append("source_file IS NULL")
         if moved:
             which.append(f"({behind})")
-        return self._tables.query(
+        return self._tables.send(
             conn,
             f"SELECT * {live} AND ({' OR '.join(which)})",
             [*params, *files, *(behind_params if moved else [])],
@@ -258,33 +263,26 @@ class Sources:
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
-        same = self._file.same
         # Write only if the inputs of the plan are still current: another connection may have
         # re-anchored (new replacedText, a newer check) or deleted it meanwhile, and its answer is
-        # the newer one.
-        guard = (
-            f"WHERE id = ? AND replaced_text {same} ? AND source_file {same} ? "
-            f"AND source_mtime {same} ? AND quote_exact {same} ?"
-        )
-        # Updates no reader sees (the file's new time and lines, a note found where it was) need
-        # no change row: one batched statement for each set of columns (a page's notes, a
-        # checkout's); the others one by one, each with its change row if it was written.
-        quiet: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+        # the newer one. The updates go in one batched statement per set of columns; those a
+        # reader sees get a change row if written, so which are still current is read first, in
+        # one go under the write lock: no round trip per note on PostgreSQL (issue #31).
+        seen = [id for id, values in updates.items() if reconcile.changed(by_id[id], values)]
+        guard = " AND ".join(f"{c} {self._file.same} ?" for c in GUARD_COLUMNS)
         with self._file.transaction(write=True) as conn:
+            current = self._tables.current(conn, "annotations", seen, GUARD_COLUMNS)
+            seen = [i for i in seen if current.get(i) == tuple(by_id[i][c] for c in GUARD_COLUMNS)]
+            batches: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
             for id, values in updates.items():
-                row = by_id[id]
-                params = (*values.values(), id, row["replaced_text"], row["source_file"],
-                          row["source_mtime"], row["quote_exact"])  # fmt: skip
-                if not reconcile.changed(row, values):
-                    quiet.setdefault(tuple(values), []).append(params)
-                    continue
-                sets = ", ".join(f"{k} = ?" for k in values)
-                cur = conn.execute(f"UPDATE annotations SET {sets} {guard}", params)
-                if cur.rowcount:
-                    self._tables.record(conn, "annotation", id, "anchor", row["page_url"])
-            for columns, batch in quiet.items():
+                guarded = tuple(by_id[id][c] for c in GUARD_COLUMNS)
+                batches.setdefault(tuple(values), []).append((*values.values(), id, *guarded))
+            for columns, batch in batches.items():
                 sets = ", ".join(f"{k} = ?" for k in columns)
-                conn.executemany(f"UPDATE annotations SET {sets} {guard}", batch)
+                conn.executemany(f"UPDATE annotations SET {sets} WHERE id = ? AND {guard}", batch)
+            self._tables.record_many(
+                conn, "annotation", "anchor", [(i, by_id[i]["page_url"]) for i in seen]
+            )
         return len(updates)
 
     def locate(self, row: Row, values: dict[str, Any], *, force: bool) -> bool:

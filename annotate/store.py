@@ -267,8 +267,8 @@ class Store:
         with self.sources.reading(
             ALL_ANNOTATIONS + " WHERE id = ?" if valid else None, [id]
         ) as conn:
-            table, row = self._tables.find(conn, id)
-            return self._items.objects(conn, table, [row])[0]
+            loaded = self._items.getting(conn, id)
+        return loaded()
 
     @overload
     def list_annotations(

@@ -116,6 +116,30 @@ class Tables:
         )
         self.backend.notify(conn)
 
+    def record_many(
+        self, conn: Connection, kind: str, action: str, items: Iterable[tuple[str, str | None]]
+    ) -> None:
+        """`record` for each (id, page URL) of `items`, in one statement (none if no items)."""
+        stamp = now()
+        rows = [(stamp, kind, id, action, page_url) for id, page_url in items]
+        if rows:
+            conn.executemany(
+                "INSERT INTO changes (at, kind, item_id, action, page_url) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            self.backend.notify(conn)
+
+    def current(
+        self, conn: Connection, table: str, ids: list[str], columns: tuple[str, ...]
+    ) -> dict[str, tuple[Any, ...]]:
+        """`columns` of each of `ids` that `table` holds, every chunk's query sent at once."""
+        sent = []
+        for i in range(0, len(ids), IN_CHUNK):
+            chunk = ids[i : i + IN_CHUNK]
+            sql = f"SELECT id, {', '.join(columns)} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})"
+            sent.append(self.send_tuples(conn, sql, chunk))
+        return {r[0]: tuple(r[1:]) for read in sent for r in read()[1]}
+
     def insert(self, conn: Connection, table: str, values: Mapping[str, Any]) -> None:
         cols = ", ".join(values)
         marks = ", ".join("?" * len(values))

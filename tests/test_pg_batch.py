@@ -6,6 +6,7 @@ in the database. And the round trips each verb of the REST hot path costs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,106 @@ def test_round_trips_of_the_rest_hot_path(store: Store, round_trips: list[str]) 
     # The page's URL (and its Markdown file) outside the transaction, then the transaction.
     assert trips(lambda: store.add_annotation(text_note(note="next"))) == 2
     assert trips(lambda: store.list_annotations("/guide/install/", as_json=True)) == 3
+    # The check for changed Markdown, then the note, its replies and COMMIT together (was 4).
+    assert trips(lambda: store.get_annotation(a.id)) == 2
+    page = store.add_page_note({"pageUrl": "/guide/install/", "note": "More on pipx."})
+    assert trips(lambda: store.get_annotation(page.id)) == 3  # + its Markdown file (was 5)
     assert trips(lambda: store.changes(1)) == 1
     assert trips(lambda: store.changes(10**6)) == 1
     assert trips(lambda: store.person_for_token("nope")) == 1
+
+
+def test_an_import_costs_two_round_trips_whatever_its_size(
+    store: Store, pg_url: str, round_trips: list[str]
+) -> None:
+    """`insert_raw` reads which ids are stored in one go and sends every row with the commit:
+    two round trips for 600 notes and their replies (it was two per row, issue #31), and the
+    answer is the one it was: skipped ids counted, order and change rows kept."""
+    store.add_annotation(text_note())
+    (kept,) = store.list_annotations()
+    at = "2026-01-05T09:00:00.000Z"
+    annotations = [
+        {"id": f"a_{i:010x}", "type": "text" if i % 3 else "element", "page_url": "/guide/x/",
+         "note": f"note {i}", "intent": "comment", "status": "open", "created_at": at,
+         **({"selected_text": "pip"} if i % 3 else {})}
+        for i in range(600)
+    ] + [{"id": kept.id, "type": "text", "page_url": "/guide/x/", "note": "dup",
+          "intent": "comment", "status": "open", "created_at": at}]  # fmt: skip
+    replies = [
+        {"id": f"r_{i:010x}", "parent_id": f"a_{i:010x}", "role": "agent", "message": "m",
+         "created_at": at}
+        for i in range(0, 600, 2)
+    ] + [{"id": "r_orphan0000", "parent_id": kept.id, "role": "agent", "message": "m",
+          "created_at": at}]  # fmt: skip
+    round_trips.clear()
+    counts = store.insert_raw(annotations, [], replies)
+    assert len(round_trips) == 2
+    assert counts == {"annotations": 600, "pageNotes": 0, "replies": 300, "reviews": 0,
+                      "skipped": 2}  # fmt: skip
+    # Columns a row leaves out get the database's defaults, as when inserted one by one.
+    stored = execute(
+        pg_url,
+        "SELECT anchor_state, page_title, selected_text FROM annotations "
+        "WHERE page_url = '/guide/x/' ORDER BY rowid LIMIT 2",
+    )
+    assert stored == [("anchored", "", None), ("anchored", "", "pip")]
+    listed = store.list_annotations("/guide/x/", include_resolved=True)
+    assert [a.id for a in listed] == [f"a_{i:010x}" for i in range(600)]
+    assert [len(a.replies) for a in listed[:3]] == [1, 0, 1]
+    feed, _ = store.changes(0)
+    assert [c["action"] for c in feed].count("imported") == 600
+
+
+def test_a_listing_after_a_save_reads_and_writes_in_five_round_trips(
+    store: Store, pg_url: str, round_trips: list[str]
+) -> None:
+    """The page saved (a new mtime, same text): its URL, the check, the stale rows with the
+    check's COMMIT, their new mtime written with no read first (nothing a reader sees moved),
+    and the listing: 5 round trips, whatever the page holds (it was 6)."""
+    for k in range(5):
+        store.add_annotation(text_note(note=f"note {k}"))
+    page = store.project_dir / "docs" / "guide" / "install.md"
+    at = page.stat().st_mtime + 100
+    os.utime(page, (at, at))
+    round_trips.clear()
+    assert len(store.list_annotations("/guide/install/")) == 5
+    assert len(round_trips) == 5
+    mtimes = execute(pg_url, "SELECT DISTINCT source_mtime FROM annotations")
+    assert mtimes == [(at,)]
+
+
+def test_the_export_reads_rows_in_five_round_trips(store: Store, round_trips: list[str]) -> None:
+    """The Markdown export reads the field table's columns as rows, its replies, annotations and
+    page notes in one round trip (it built every object first: 8), and says what it did before."""
+    from annotate.export import render
+
+    a = store.add_annotation(text_note())
+    store.add_reply(a.id, "Done in the install page.")
+    store.add_page_note({"pageUrl": "/guide/install/", "note": "More on pipx."})
+    expected = render(store, "markdown")
+    round_trips.clear()
+    assert render(store, "markdown") == expected
+    assert len(round_trips) == 5
+    assert "Mention pipx as well." in expected and "Done in the install page." in expected
+
+
+def test_a_refused_row_of_an_import_fails_it_whole(store: Store, pg_url: str) -> None:
+    """A row refused in the middle of an import's executemany: the same error as a statement
+    alone, nothing of the import stored, and the next verbs go through."""
+    execute(pg_url, "ALTER TABLE replies ADD CONSTRAINT no_x CHECK (message != 'x')")
+    at = "2026-01-05T09:00:00.000Z"
+    annotations = [
+        {"id": f"a_{i:010x}", "type": "element", "page_url": "/guide/x/", "note": f"n{i}",
+         "intent": "comment", "status": "open", "created_at": at}
+        for i in range(50)
+    ]  # fmt: skip
+    replies = [
+        {"id": f"r_{i:010x}", "parent_id": f"a_{i:010x}", "role": "agent",
+         "message": "x" if i == 25 else "fine", "created_at": at}
+        for i in range(50)
+    ]  # fmt: skip
+    with pytest.raises(annotate.StoreError, match='violates check constraint "no_x"'):
+        store.insert_raw(annotations, [], replies)
+    assert counts(pg_url)[:3] == (0, 0, 0)
+    assert store.insert_raw(annotations[:3], [], replies[:3])["annotations"] == 3
+    assert store.add_annotation(text_note()).note == text_note()["note"]

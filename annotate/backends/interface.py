@@ -92,8 +92,8 @@ class Backend(Protocol):
     # spells `IS NOT DISTINCT FROM` / `IS DISTINCT FROM`.
     same: str
     differs: str
-    # Whether the database writes the JSON listing and the export rows itself (`annotations_json`,
-    # `export_rows`); otherwise the store builds them from its objects, in the verb's one read.
+    # Whether the database writes the JSON listing itself (`annotations_json`); otherwise the store
+    # builds it from its objects, in the verb's one read. Every backend reads the export's rows.
     writes_rows: bool
 
     def transaction(self, write: bool) -> contextlib.AbstractContextManager[Connection]:
@@ -146,5 +146,5 @@ class Backend(Protocol):
         ...
 
     def export_rows(self, conn: Connection, where: str) -> ExportRows:
-        """What the Markdown export shows, read in `conn`'s snapshot (only when `writes_rows`)."""
+        """What the Markdown export shows, read in `conn`'s snapshot."""
         ...
