@@ -9,6 +9,7 @@ import re
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +65,19 @@ def p(values: list[float], q: float) -> float:
 class AnnotateServer:
     """`annotate serve PROJECT/site` on a free loopback port, in a subprocess."""
 
-    def __init__(self, project: Path) -> None:
+    def __init__(self, project: Path, extra: Sequence[str] = ()) -> None:
+        """`extra`: more arguments for `annotate serve` (`--db URL`, `--workers 2`, …)."""
         self.proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "annotate.cli", "serve", str(project / "site")),
-                *("--port", "0", "--project", str(project)),
+                *("--port", "0", "--project", str(project), *extra),
             ],
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            # Not the caller's folder: run from a checkout, `-m` would import that checkout's
+            # annotate rather than the interpreter's (a before/after pair of trees).
+            cwd=project,
         )
         line = self.proc.stdout.readline()  # type: ignore[union-attr]
         match = re.search(r"http://([\d.]+):(\d+)/", line)

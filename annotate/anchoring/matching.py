@@ -135,7 +135,9 @@ def locate_many(text: str | Index, selectors: Iterable[Any]) -> list[Match | Non
         for candidates, selector in zip(finalists, coerced, strict=True)
     ]
     # Edits above a quote move it; its neighbours that kept their order (a moved section did
-    # not) show by how much.
+    # not) show by how much. Only an ambiguous quote asks (most page loads have none).
+    if not any(ambiguous for _, ambiguous in chosen):
+        return [_answer(found, False) for found, _ in chosen]
     chain = _in_order(
         (selector.start, found.start)
         for (found, ambiguous), selector in zip(chosen, coerced, strict=True)
@@ -211,6 +213,8 @@ def _approximate_steps(
     A quote found here places the next one, so a run of edited quotes is followed from its
     start, and the whole-text index is only needed for the quotes found nowhere near.
     """
+    if not queries:
+        return  # every quote found where it was: nothing to search (most page loads)
     anchors: dict[int, list[tuple[int, int]]] = {}
     windows: dict[int, list[Window]] = {}
     # The quotes found letter for letter that kept their order (a moved one did not): where

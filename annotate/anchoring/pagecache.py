@@ -20,6 +20,7 @@ import pickle
 import re
 import sys
 import threading
+import time
 from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Protocol
@@ -33,6 +34,10 @@ from .tuning import CACHE_SIZE, INDEXED_PAGES
 __all__ = ["Anchors", "SelectorRows"]
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+# A page reloaded within this long of its last preparation is not prepared again: its parse is
+# still among the 128 kept (`sourcemap`) unless as many other pages were parsed meanwhile, and
+# then its first note pays the parse, as before the page was opened.
+PREPARED_S = 10.0
 
 
 class SelectorRows(Protocol):
@@ -52,7 +57,24 @@ class Anchors:
         self.size = size
         self._cache: OrderedDict[bytes, bytes] = OrderedDict()
         self._indexes: OrderedDict[str, PageIndex] = OrderedDict()
+        self._prepared: OrderedDict[str, float] = OrderedDict()  # page: when, time.monotonic()
         self._lock = threading.Lock()
+
+    def due(self, page_url: str, remembered: bool) -> bool:
+        """Whether to prepare the page's Markdown after this answer (`Store.prepare_page`, which
+        parses it unless parsed already): not for a remembered answer (the same text and notes)
+        within PREPARED_S of the last time, when its Markdown was parsed; a reload of an
+        unchanged page then costs no read of its file."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._prepared.get(page_url)
+            if remembered and last is not None and now - last < PREPARED_S:
+                return False
+            self._prepared[page_url] = now
+            self._prepared.move_to_end(page_url)
+            while len(self._prepared) > self.size:
+                self._prepared.popitem(last=False)
+        return True
 
     def catch_up(self, page_url: str) -> None:
         """Index the page's last text by lines if it was answered without (`PageIndex.index`):

@@ -111,7 +111,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
         )
     try:
         data = strictjson.loads(text)
-        if SURROGATE_ESCAPE.search(raw):
+        if b"\\u" in raw and SURROGATE_ESCAPE.search(raw):  # the first test: 10x faster
             json.dumps(data, ensure_ascii=False).encode("utf-8")
     except strictjson.TooDeep:
         raise HttpError(400, BAD_JSON, "Request body is nested too deeply") from None
@@ -438,11 +438,11 @@ class Api:
         if not isinstance(resolved, bool):
             raise ValidationError("includeResolved must be true or false", "includeResolved")
 
-        answer, _ = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
-        # Every page the overlay loads, after the answer: its Markdown parsed (again, if it left
-        # the cache: a large site) so the first note is saved without waiting, and a new text
-        # indexed by lines, so its next version costs its new lines.
-        return json_bytes_response(answer, BackgroundTask(self._prepare, page_url))
+        answer, same = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
+        # After the answer: the Markdown parsed (again, if it left the cache) for the first note,
+        # a new text indexed by lines for its next version; a reload skips it (`Anchors.due`).
+        due = self.anchors.due(page_url, same)
+        return json_bytes_response(answer, BackgroundTask(self._prepare, page_url) if due else None)
 
     def _prepare(self, page_url: str) -> None:
         self.anchors.catch_up(page_url)
