@@ -127,13 +127,23 @@ class Many(list[Any]):
     __slots__ = ()
 
 
-# What a statement answered: its columns (None: no rows), the rows it touched, its rows.
-Result = tuple[Any, int, list[tuple[Any, ...]]]
+# What a statement answered: its column names (None: no rows), the rows it touched, its rows.
+Result = tuple[tuple[str, ...] | None, int, list[tuple[Any, ...]]]
+
+
+def _names(raw: Any) -> tuple[str, ...] | None:
+    """The result's column names, None when it has no rows: read off the result itself, since
+    psycopg's `description` builds a `Column` object per column on each read (50 us for 40
+    columns, twice a statement; issue #31)."""
+    res = raw.pgresult
+    if res is None or res.nfields == 0:
+        return None
+    return tuple(res.fname(i).decode() for i in range(res.nfields))
 
 
 def _result(raw: Any) -> Result:
-    rows = raw.fetchall() if raw.description is not None else []
-    return raw.description, raw.rowcount, rows
+    names = _names(raw)
+    return names, raw.rowcount, raw.fetchall() if names is not None else []
 
 
 class Cursor:
@@ -187,7 +197,8 @@ class Cursor:
 
     @property
     def description(self) -> Any:
-        return self._answer()[0]
+        names = self._answer()[0]
+        return None if names is None else [(name,) for name in names]
 
     @property
     def rowcount(self) -> int:
@@ -199,7 +210,7 @@ class Cursor:
         del rows[: len(taken)]
         if self.row_factory is None or not taken:
             return taken
-        cls = _row_class(tuple(d.name for d in description))
+        cls = _row_class(description)
         return [cls(r) for r in taken]
 
     def fetchall(self) -> list[Any]:
