@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import pages, reconcile, urls
+from . import pages, reconcile, relocator, urls
 from . import validation as validate
 from .backends import Backend, Connection, now
 from .errors import StoreReadOnlyError
@@ -83,6 +83,7 @@ class Sources:
         self._file = backend
         self._tables = Tables(backend)
         self._project = project
+        self.relocator = relocator.Relocator(self)
 
     @contextlib.contextmanager
     def reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
@@ -103,14 +104,17 @@ class Sources:
                     return
             with contextlib.suppress(StoreReadOnlyError):
                 # A store that cannot be written is read as it was last written (issue #27).
-                self.reconcile_rows(stale)
+                # A branch switch's thousands of notes: answered pending, located in the
+                # background (annotate/relocator.py).
+                if not self.relocator.defer(stale):
+                    self.reconcile_rows(stale)
         with self._file.transaction(write=False) as conn:
             yield conn
 
     def _stale(self, conn: Connection, scope: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         """The rows `scope` selects whose Markdown file changed since their last check, and those
         made on another commit of the served build's branch and not yet located in this one
-        (`reconcile._newer_build` says the same of one row)."""
+        (`reconcile._newer_build` says the same of one row), and those left pending."""
         live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
         build = self._project.build
         # One grouped query tells both: the files and mtimes, and whether any row is behind.
@@ -122,16 +126,20 @@ class Sources:
             )
             behind_params = [build.branch, build.commit]
             any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
+        pending = f"max(CASE WHEN anchor_state = '{reconcile.PENDING}' THEN 1 ELSE 0 END)"
         groups = conn.execute(
-            f"SELECT source_file, source_mtime, {any_behind} {live} "
+            f"SELECT source_file, source_mtime, {any_behind}, {pending} {live} "
             "GROUP BY source_file, source_mtime",
             [*behind_params, *params],
         ).fetchall()
         if not groups:
             return []
         locator = self.locator()
-        changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
-        moved = any(late for _, _, late in groups)
+        # A pending note's file is one that changed (or a process marked it so and stopped).
+        changed = {
+            f for f, mtime, _, left in groups if f is None or left or locator.mtime(f) != mtime
+        }
+        moved = any(late for _, _, late, _ in groups)
         if not changed and not moved:
             return []
         files = sorted(f for f in changed if f is not None)
@@ -248,23 +256,33 @@ class Sources:
         )
         return row[0] if row else None
 
-    def reconcile_rows(self, rows: Iterable[Row], *, force: bool = False) -> int:
-        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
+    def reconcile_rows(self, rows: Iterable[Row], *, force: bool = False, workers: int = 1) -> int:
+        """Re-locate the rows whose Markdown changed; return how many were looked at again.
+        `workers`: processes to plan a large set on (`relocator.plan_parallel`)."""
         # A removed note's text was deleted on purpose: there is nothing to find again.
         rows = [r for r in rows if r["anchor_state"] != "removed"]
         if not rows:
             return 0
-        updates = reconcile.plan(rows, self.locator(), force=force, build=self._project.build)
+        build = self._project.build
+        if workers > 1 and len(rows) >= relocator.PARALLEL_MIN_ROWS:
+            with self._file.transaction(write=False) as conn:
+                found = conn.execute("SELECT page_url, src_path, generated FROM pages")
+                records = {url: (src, made) for url, src, made in found.fetchall()}
+            updates = relocator.plan_parallel(
+                rows, self._project.project_dir, records, workers=workers, build=build, force=force
+            )
+        else:
+            updates = reconcile.plan(rows, self.locator(), force=force, build=build)
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
         same = self._file.same
         # Write only if the inputs of the plan are still current: another connection may have
-        # re-anchored (new replacedText, a newer check) or deleted it meanwhile, and its answer is
-        # the newer one.
+        # re-anchored (new replacedText, a newer check, another state) or deleted it meanwhile,
+        # and its answer is the newer one.
         guard = (
             f"WHERE id = ? AND replaced_text {same} ? AND source_file {same} ? "
-            f"AND source_mtime {same} ? AND quote_exact {same} ?"
+            f"AND source_mtime {same} ? AND quote_exact {same} ? AND anchor_state = ?"
         )
         # Updates no reader sees (the file's new time and lines, a note found where it was) need
         # no change row: one batched statement for each set of columns (a page's notes, a
@@ -274,7 +292,7 @@ class Sources:
             for id, values in updates.items():
                 row = by_id[id]
                 params = (*values.values(), id, row["replaced_text"], row["source_file"],
-                          row["source_mtime"], row["quote_exact"])  # fmt: skip
+                          row["source_mtime"], row["quote_exact"], row["anchor_state"])  # fmt: skip
                 if not reconcile.changed(row, values):
                     quiet.setdefault(tuple(values), []).append(params)
                     continue
@@ -323,11 +341,40 @@ class Sources:
             # What the reviewer saw: the change since then is shown once the note is addressed.
             row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
 
-    def reconcile(self, *, force: bool = False) -> int:
+    def reconcile(self, *, force: bool = False, workers: int = 1) -> int:
         """Check every annotation against its Markdown file now; return how many were updated."""
         with self._file.transaction(write=False) as conn:
             rows = self._tables.query(conn, ALL_ANNOTATIONS)
-        return self.reconcile_rows(rows, force=force)
+        return self.reconcile_rows(rows, force=force, workers=workers)
+
+    def mark_pending(self, rows: Iterable[Row]) -> None:
+        """Mark these anchored notes, whose files changed, pending (`relocator.Relocator.defer`):
+        no change row, their `source` is as it was."""
+        same = self._file.same
+        batch = [
+            (r["id"], r["source_file"], r["source_mtime"])
+            for r in rows
+            if r["anchor_state"] == "anchored" and r["source_file"] is not None
+        ]
+        if batch:
+            with self._file.transaction(write=True) as conn:
+                conn.executemany(
+                    f"UPDATE annotations SET anchor_state = '{reconcile.PENDING}' WHERE id = ? "
+                    f"AND anchor_state = 'anchored' AND source_file {same} ? "
+                    f"AND source_mtime {same} ?",
+                    batch,
+                )
+
+    def relocate_changed(self, batch_files: int) -> int:
+        """Locate again every note whose file changed (the background pass), `batch_files`
+        files a write; return how many were looked at."""
+        with self._file.transaction(write=False) as conn:
+            stale = self._stale(conn, ALL_ANNOTATIONS, ())
+        groups = relocator.by_file(stale)
+        done = 0
+        for at in range(0, len(groups), batch_files):
+            done += self.reconcile_rows([r for g in groups[at : at + batch_files] for r in g])
+        return done
 
     @functools.cached_property
     def _site_path(self) -> str:

@@ -451,6 +451,20 @@ def measure_verbs(
         lambda: moved.append(store.reconcile()), 1, before=switch_branch
     )
     data["moved"] = moved[0]
+    # Issue #31: the first listings after a switch, of the page and of every note (the web API's
+    # JSON), then until the background pass has located the rest (the listing's own time when
+    # a version locates everything first).
+    ours["list_page_switched"] = measure(
+        lambda: store.list_annotations(page_url=busy), 1, before=switch_branch
+    )
+    ours["list_switched"] = measure(
+        lambda: store.list_annotations(as_json=True), 1, before=switch_branch
+    )
+    t = time.perf_counter()
+    relocator = getattr(store.sources, "relocator", None)
+    if relocator is not None:
+        relocator.wait()
+    ours["relocated_switched"] = [ours["list_switched"][0] + (time.perf_counter() - t) * 1e3]
     return ours, created
 
 
@@ -521,6 +535,9 @@ LABELS = {
     "list_rewritten": "  same, a paragraph rewritten",
     "create_opened": "create, page opened (prepared)",
     "reconcile_switch": "reconcile, branch switch (all)",
+    "list_page_switched": "  first page listing after it",
+    "list_switched": "  first listing of all after it",
+    "relocated_switched": "  all located again after it",
     "reply": "reply (add_agent_reply)",
     "export": "export markdown (all)",
 }
