@@ -35,7 +35,7 @@ from .anchoring.normalise import normalise
 from .anchoring.selectors import CONTEXT_LENGTH
 from .anchoring.tuning import ONE_WORD_NEAR
 
-__all__ = ["Moves", "known", "moves", "remember"]
+__all__ = ["Moves", "forget", "known", "moves", "remember"]
 
 # How many texts (files as they were when notes were located in them) are kept to read the lines
 # an edit removed: a page is ~30 kB, so ~8 MB at most.
@@ -68,6 +68,12 @@ def known(hashes: str) -> str | None:
     """The text whose lines hash to `hashes`, when this process located notes in it lately."""
     with _lock:
         return _texts.get(hashes)
+
+
+def forget() -> None:
+    """Forget every text kept: each note of an edited file is then searched for."""
+    with _lock:
+        _texts.clear()
 
 
 def _plain(line: str) -> bool:

@@ -16,11 +16,12 @@ is CPU-bound, one GIL per process.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import multiprocessing
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,7 @@ class Relocator:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._again = False
+        self._gate: tuple[threading.Event, threading.Event] | None = None
 
     def defer(self, stale: Sequence[Mapping[str, Any]]) -> bool:
         """Whether the notes `stale` (a read's notes whose files changed) are too many to locate
@@ -151,10 +153,29 @@ class Relocator:
             thread.join(timeout)
         return not self.running
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[threading.Event]:
+        """Hold the background pass before its next write until the block ends (a bulk change
+        that would have it locate notes twice; the tests, to write between its read and write).
+        Yields an event set once the pass waits there."""
+        gate = (threading.Event(), threading.Event())
+        self._gate = gate
+        try:
+            yield gate[0]
+        finally:
+            self._gate = None
+            gate[1].set()
+
+    def _hold(self) -> None:
+        gate = self._gate
+        if gate is not None:
+            gate[0].set()
+            gate[1].wait()
+
     def _run(self) -> None:
         try:
             while True:
-                self._sources.relocate_changed(BATCH_FILES)
+                self._sources.relocate_changed(BATCH_FILES, self._hold)
                 with self._lock:
                     if not self._again:
                         self._thread = None

@@ -12,7 +12,7 @@ import contextlib
 import difflib
 import functools
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -365,14 +365,15 @@ class Sources:
                     batch,
                 )
 
-    def relocate_changed(self, batch_files: int) -> int:
+    def relocate_changed(self, batch_files: int, hold: Callable[[], None] = lambda: None) -> int:
         """Locate again every note whose file changed (the background pass), `batch_files`
-        files a write; return how many were looked at."""
+        files a write, `hold` called before each; return how many were looked at."""
         with self._file.transaction(write=False) as conn:
             stale = self._stale(conn, ALL_ANNOTATIONS, ())
         groups = relocator.by_file(stale)
         done = 0
         for at in range(0, len(groups), batch_files):
+            hold()
             done += self.reconcile_rows([r for g in groups[at : at + batch_files] for r in g])
         return done
 

@@ -623,7 +623,10 @@ def compare_backends(sizes: list[int], url: str) -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     joiner = "&" if "?" in url else "?"
-    head = f"{'size':>8}  {'operation':<30} {'SQLite p50':>11} {'PG p50':>9} {'PG/SQLite':>10}"
+    head = (
+        f"{'size':>8}  {'operation':<30} {'SQLite p50':>11} {'PG p50':>9} {'PG/SQLite':>10}"
+        f" {'SQLite p99':>11} {'PG p99':>9}"
+    )
     lines = [head, "-" * len(head)]
     try:
         with tempfile.TemporaryDirectory(prefix="annotate-bench-") as folder:
@@ -645,7 +648,7 @@ def compare_backends(sizes: list[int], url: str) -> int:
                     pg = measured["postgresql"][op]
                     lines.append(
                         f"{n:>8,}  {LABELS[op]:<30} {p(times, 50):>11.3f} {p(pg, 50):>9.3f} "
-                        f"{p(pg, 50) / p(times, 50):>10.2f}"
+                        f"{p(pg, 50) / p(times, 50):>10.2f} {p(times, 99):>11.3f} {p(pg, 99):>9.3f}"
                     )
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
