@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import generated, linemove, sourcemap
+from . import fields, generated, linemove, sourcemap
 from .models import Build
 from .pages import resolve_page, safe_path
 
@@ -53,7 +53,7 @@ LINE_HASH_BYTES = 6
 LINE_HASH_CHARS = 8
 # The state of an anchored note whose file changed and that is not located again yet: a read that
 # finds too many such notes answers at once and leaves them to the background (relocator.py).
-PENDING = "pending"
+PENDING = fields.ANSWER_ANCHOR_STATES[-1]
 # A changed middle longer than this (lines, after the common head and tail) is not diffed on a
 # read: a stale note there keeps its lines. A documentation page is far shorter.
 MAX_DIFF_LINES = 20_000
