@@ -285,7 +285,9 @@ def _plan_row(
 
 def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
     """The update of a note the edit from the text it was located in to `text` did not touch
-    (annotate/linemove.py says when that is sure), or None when it must be searched for."""
+    (annotate/linemove.py says when that is sure), or None when it must be searched for. The
+    columns it leaves out hold what the search would write: the row is anchored, exactly
+    (score 100), in the Markdown itself, at lines whose text is unchanged (so is the excerpt)."""
     was = row.get("source_lines")
     start, end = row.get("source_line_start"), row.get("source_line_end")
     if (
@@ -307,18 +309,18 @@ def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
     if moves is None or lines is None:
         return None
     hashes = line_hashes(text)
-    linemove.remember(hashes, text)
-    return {
-        "source_path": row["source_path"],
-        "source_line_start": lines[0],
-        "source_line_end": lines[1],
-        "source_excerpt": moves.excerpt(*lines),
-        "source_kind": None,
-        "source_object": None,
-        "anchor_state": "anchored",
-        "anchor_score": 100.0,
-        "source_lines": hashes,
-    }
+    if linemove.known(hashes) is not text:
+        linemove.remember(hashes, text)
+    # Only what differs from the row: a page's notes that did not move write two columns (no
+    # index of the table touched), in one batched statement.
+    update = {"source_lines": hashes}
+    if lines != (start, end):
+        update.update(
+            source_line_start=lines[0],
+            source_line_end=lines[1],
+            source_excerpt=moves.excerpt(*lines),
+        )
+    return update
 
 
 def _same_text(row: Mapping[str, Any], text: str) -> bool:

@@ -210,7 +210,9 @@ def test_the_line_diff_answers_what_the_search_does(tmp_path: Path, name: str) -
     moved = reconcile.plan(rows, store.sources.locator())
     linemove.forget()
     searched = reconcile.plan(rows, store.sources.locator())
-    assert moved == searched
+    # The same columns written (the line diff leaves out those that keep their value).
+    for row in rows:
+        assert {**row, **moved[row["id"]]} == {**row, **searched[row["id"]]}
     assert len(moved) == len(ids)
     store.close()
 
