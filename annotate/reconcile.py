@@ -313,7 +313,7 @@ def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
         linemove.remember(hashes, text)
     # Only what differs from the row: a page's notes that did not move write two columns (no
     # index of the table touched), in one batched statement.
-    update = {"source_lines": hashes}
+    update: dict[str, Any] = {"source_lines": hashes}
     if lines != (start, end):
         update.update(
             source_line_start=lines[0],
