@@ -12,6 +12,8 @@ import pytest
 
 import annotate
 from annotate import linemove, reconcile, relocator
+from annotate.export import render
+from annotate.importing import import_data
 from annotate.store import Store
 from annotate.tables import Tables
 
@@ -219,3 +221,20 @@ def test_the_line_diff_answers_what_the_search_does(tmp_path: Path, name: str) -
 
 def note_on(text: str) -> dict[str, object]:
     return {**note(0, text), "pageUrl": "/p/"}
+
+
+def test_an_export_taken_while_pending_imports(tmp_path: Path) -> None:
+    """A note exported `pending` is imported anchored, and located on the next read."""
+    store, ids = opened(tmp_path, None)
+    switch(tmp_path)
+    with store.sources.relocator.paused():
+        store.list_annotations()
+        exported = json.loads(render(store, "json"))
+    assert exported["annotations"][0]["anchorState"] == "pending"
+    assert store.sources.relocator.wait(timeout=60)
+    other = annotate.open(tmp_path, db=tmp_path / "other.db")
+    import_data(other, exported)
+    assert {a.anchor_state for a in other.list_annotations()} == {"anchored"}
+    assert other.get_annotation(ids[0]).source == store.get_annotation(ids[0]).source
+    other.close()
+    store.close()
