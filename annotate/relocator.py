@@ -21,15 +21,12 @@ import json
 import logging
 import multiprocessing
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import reconcile
 from .models import Build
-
-if TYPE_CHECKING:
-    from .sources import Sources
 
 __all__ = ["INLINE_FILES", "INLINE_ROWS", "Relocator", "by_file", "plan_parallel"]
 
@@ -104,6 +101,14 @@ def plan_parallel(
         for future in futures:
             planned.update(future.result())
     return {row["id"]: planned[row["id"]] for row in rows if row["id"] in planned}
+
+
+class Sources(Protocol):
+    """What the re-locator asks of the store's sources (annotate/sources.py)."""
+
+    def mark_pending(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
+
+    def relocate_changed(self, batch_files: int, hold: Callable[[], None]) -> int: ...
 
 
 class Relocator:
