@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from . import reconcile
 from .models import Build
 
-__all__ = ["INLINE_FILES", "INLINE_ROWS", "Relocator", "by_file", "plan_parallel"]
+__all__ = ["INLINE_FILES", "INLINE_ROWS", "Relocator", "by_file", "inline", "plan_parallel"]
 
 # A read locates at most this many notes, in at most this many changed files, before answering:
 # an agent's edit of a few pages (a 200-note page is ~15 ms to parse and search); more is a branch
@@ -42,6 +42,11 @@ BATCH_FILES = 20
 PARALLEL_MIN_ROWS = 4_000
 
 log = logging.getLogger(__name__)
+
+
+def inline(rows: int, files: int) -> bool:
+    """Whether a read locates these many notes in these many changed files before answering."""
+    return rows <= INLINE_ROWS and files <= INLINE_FILES
 
 
 def by_file(rows: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -106,8 +111,6 @@ def plan_parallel(
 class Sources(Protocol):
     """What the re-locator asks of the store's sources (annotate/sources.py)."""
 
-    def mark_pending(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
-
     def relocate_changed(self, batch_files: int, hold: Callable[[], None]) -> int: ...
 
 
@@ -120,16 +123,6 @@ class Relocator:
         self._thread: threading.Thread | None = None
         self._again = False
         self._gate: tuple[threading.Event, threading.Event] | None = None
-
-    def defer(self, stale: Sequence[Mapping[str, Any]]) -> bool:
-        """Whether the notes `stale` (a read's notes whose files changed) are too many to locate
-        before answering; if so they are marked pending and the background pass started."""
-        files = {r["source_file"] for r in stale}
-        if len(stale) <= INLINE_ROWS and len(files) <= INLINE_FILES:
-            return False
-        self._sources.mark_pending(stale)
-        self.start()
-        return True
 
     @property
     def running(self) -> bool:

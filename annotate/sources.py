@@ -98,23 +98,32 @@ class Sources:
         """
         if scope is not None and self._project.outside is None:
             with self._file.transaction(write=False) as conn:
-                stale = self._stale(conn, scope, params)
+                stale = self._stale(conn, scope, params, inline=True)
                 if not stale:
                     yield conn
                     return
             with contextlib.suppress(StoreReadOnlyError):
                 # A store that cannot be written is read as it was last written (issue #27).
-                # A branch switch's thousands of notes: answered pending, located in the
-                # background (annotate/relocator.py).
-                if not self.relocator.defer(stale):
+                if isinstance(stale, tuple):
+                    # A branch switch's thousands of notes: answered pending, located in the
+                    # background (annotate/relocator.py).
+                    self.mark_pending(*stale)
+                    self.relocator.start()
+                else:
                     self.reconcile_rows(stale)
         with self._file.transaction(write=False) as conn:
             yield conn
 
-    def _stale(self, conn: Connection, scope: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    def _stale(
+        self, conn: Connection, scope: str, params: Sequence[Any], *, inline: bool = False
+    ) -> list[dict[str, Any]] | tuple[str, list[Any]]:
         """The rows `scope` selects whose Markdown file changed since their last check, and those
         made on another commit of the served build's branch and not yet located in this one
-        (`reconcile._newer_build` says the same of one row), and those left pending."""
+        (`reconcile._newer_build` says the same of one row), and those left pending.
+
+        `inline`: when they are more than a read locates before answering
+        (`relocator.inline`), not them but the `FROM … WHERE …` that selects them, and its
+        parameters."""
         live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
         build = self._project.build
         # One grouped query tells both: the files and mtimes, and whether any row is behind.
@@ -128,7 +137,7 @@ class Sources:
             any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
         pending = f"max(CASE WHEN anchor_state = '{reconcile.PENDING}' THEN 1 ELSE 0 END)"
         groups = conn.execute(
-            f"SELECT source_file, source_mtime, {any_behind}, {pending} {live} "
+            f"SELECT source_file, source_mtime, {any_behind}, {pending}, count(*) {live} "
             "GROUP BY source_file, source_mtime",
             [*behind_params, *params],
         ).fetchall()
@@ -137,9 +146,9 @@ class Sources:
         locator = self.locator()
         # A pending note's file is one that changed (or a process marked it so and stopped).
         changed = {
-            f for f, mtime, _, left in groups if f is None or left or locator.mtime(f) != mtime
+            f for f, mtime, _, left, _ in groups if f is None or left or locator.mtime(f) != mtime
         }
-        moved = any(late for _, _, late, _ in groups)
+        moved = any(late for _, _, late, _, _ in groups)
         if not changed and not moved:
             return []
         files = sorted(f for f in changed if f is not None)
@@ -148,11 +157,12 @@ class Sources:
             which.append("source_file IS NULL")
         if moved:
             which.append(f"({behind})")
-        return self._tables.query(
-            conn,
-            f"SELECT * {live} AND ({' OR '.join(which)})",
-            [*params, *files, *(behind_params if moved else [])],
-        )
+        where = f"{live} AND ({' OR '.join(which)})"
+        where_params = [*params, *files, *(behind_params if moved else [])]
+        count = sum(n for f, _, late, _, n in groups if f in changed or late)
+        if inline and not relocator.inline(count, len(changed)):
+            return where, where_params
+        return self._tables.query(conn, f"SELECT * {where}", where_params)
 
     def page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
         """The Markdown file of each page, for page notes' `source`: the plugin's record, else
@@ -363,29 +373,24 @@ class Sources:
             rows = self._tables.query(conn, ALL_ANNOTATIONS)
         return self.reconcile_rows(rows, force=force, workers=workers)
 
-    def mark_pending(self, rows: Iterable[Row]) -> None:
-        """Mark these anchored notes, whose files changed, pending (`relocator.Relocator.defer`):
-        no change row, their `source` is as it was."""
-        same = self._file.same
-        batch = [
-            (r["id"], r["source_file"], r["source_mtime"])
-            for r in rows
-            if r["anchor_state"] == "anchored" and r["source_file"] is not None
-        ]
-        if batch:
-            with self._file.transaction(write=True) as conn:
-                conn.executemany(
-                    f"UPDATE annotations SET anchor_state = '{reconcile.PENDING}' WHERE id = ? "
-                    f"AND anchor_state = 'anchored' AND source_file {same} ? "
-                    f"AND source_mtime {same} ?",
-                    batch,
-                )
+    def mark_pending(self, where: str, params: Sequence[Any]) -> None:
+        """Mark the anchored notes `FROM … WHERE …` selects (`_stale`'s notes whose files
+        changed) pending, in one statement: no change row, their `source` as it was."""
+        with self._file.transaction(write=True) as conn:
+            conn.execute(
+                f"UPDATE annotations SET anchor_state = '{reconcile.PENDING}' WHERE "
+                f"anchor_state = 'anchored' AND id IN (SELECT id {where} "
+                "AND anchor_state = 'anchored' AND source_file IS NOT NULL)",
+                params,
+            )
 
     def relocate_changed(self, batch_files: int, hold: Callable[[], None] = lambda: None) -> int:
         """Locate again every note whose file changed (the background pass), `batch_files`
         files a write, `hold` called before each; return how many were looked at."""
         with self._file.transaction(write=False) as conn:
             stale = self._stale(conn, ALL_ANNOTATIONS, ())
+        if not isinstance(stale, list):
+            return 0  # not asked (`inline`): never the query
         groups = relocator.by_file(stale)
         done = 0
         for at in range(0, len(groups), batch_files):
