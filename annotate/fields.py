@@ -52,6 +52,9 @@ STATUSES = ("open", "in_progress", "addressed", "resolved")
 INTENTS = ("comment", "delete", "replace", "insert")
 # `removed`: the agent deleted the text as the note asked; re-anchoring leaves such a note be.
 ANCHOR_STATES = ("anchored", "stale", "orphaned", "removed")
+# `pending`, in answers only: an anchored note whose file changed, left to the background
+# re-locator after a branch switch (annotate/relocator.py); neither a filter nor a count.
+ANSWER_ANCHOR_STATES = (*ANCHOR_STATES, "pending")
 ROLES = ("reviewer", "agent")
 KINDS = ("text", "element")
 
@@ -725,7 +728,7 @@ ANNOTATION = Table(
                 ("source_excerpt", "source", "excerpt"),
             ),
         ),
-        Field("anchorState", type="enum", enum=ANCHOR_STATES, export=True),
+        Field("anchorState", type="enum", enum=ANSWER_ANCHOR_STATES, export=True),
         Field(
             "anchorScore",
             type="number",

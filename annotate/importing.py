@@ -221,7 +221,9 @@ def _ours(data: Mapping[str, Any]) -> Rows:
 
 
 def _anchor(a: Mapping[str, Any]) -> dict[str, Any]:
+    # `pending` (exported while re-located after a branch switch): anchored, located on a read.
     state = a.get("anchorState") or "anchored"
+    state = "anchored" if state == "pending" else state
     if state not in ANCHOR_STATES:
         raise ValidationError(
             f"anchorState must be one of {', '.join(ANCHOR_STATES)}", "anchorState"

@@ -51,7 +51,7 @@ Status = Literal["open", "in_progress", "addressed", "resolved"]
 Intent = Literal["comment", "delete", "replace", "insert"]
 # `removed`: the agent deleted the text as the note asked (`address_annotation(deleted=True)`);
 # re-anchoring leaves such a note be.
-AnchorState = Literal["anchored", "stale", "orphaned", "removed"]
+AnchorState = Literal["anchored", "stale", "orphaned", "removed", "pending"]
 Role = Literal["reviewer", "agent"]
 
 REVIEW_MODES: tuple[str, ...] = ("edit", "review")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import generated, sourcemap
+from . import fields, generated, linemove, sourcemap
 from .models import Build
 from .pages import resolve_page, safe_path
 
@@ -51,6 +51,9 @@ MAX_SOURCE_BYTES = sourcemap.MAX_SOURCE_BYTES
 # a tenth of the text of an average Markdown line.
 LINE_HASH_BYTES = 6
 LINE_HASH_CHARS = 8
+# The state of an anchored note whose file changed and that is not located again yet: a read that
+# finds too many such notes answers at once and leaves them to the background (relocator.py).
+PENDING = fields.ANSWER_ANCHOR_STATES[-1]
 # A changed middle longer than this (lines, after the common head and tail) is not diffed on a
 # read: a stale note there keeps its lines. A documentation page is far shorter.
 MAX_DIFF_LINES = 20_000
@@ -200,6 +203,11 @@ def _plan_row(
     row: Mapping[str, Any], locator: Locator, *, force: bool, build: Build | None
 ) -> dict[str, Any] | None:
     """`plan` of one row: its column updates, or None when it needs none."""
+    if row["anchor_state"] == PENDING:
+        # Anchored when it was marked pending (annotate/relocator.py): located as that, and
+        # its answer written whatever it is, to settle the state.
+        update = _plan_row({**row, "anchor_state": "anchored"}, locator, force=force, build=build)
+        return {"anchor_state": "anchored", **(update or {})}
     if row["anchor_state"] == "removed":
         return None  # a removed note's text was deleted on purpose: nothing to find
     newer = _newer_build(row, build)
@@ -230,12 +238,15 @@ def _plan_row(
         return change
     if newer is not None:
         change["anchored_on"] = newer.anchored_on
+    elif not force and path == current and (moved := _line_moved(row, text)) is not None:
+        return change | moved  # the edit did not touch its lines: moved by the diff, no search
     match = _element_source(text, row) if element else locate_source(text, row)[0]
     # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
     # never re-pointed at a directive near where it was.
     was_markdown = bool(row["source_path"]) and row.get("source_kind") != "generated"
     made = None if match is not None or element or was_markdown else _generated(text, row, locator)
     if match is not None:
+        linemove.remember(line_hashes(text), text)
         change.update(
             source_path=path,
             source_line_start=match.line_start,
@@ -270,6 +281,46 @@ def _plan_row(
         # Never anchored without a source (issue #13, class 7).
         change.update(anchor_state="orphaned", anchor_score=0.0)
     return change
+
+
+def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
+    """The update of a note the edit from the text it was located in to `text` did not touch
+    (annotate/linemove.py says when that is sure), or None when it must be searched for. The
+    columns it leaves out hold what the search would write: the row is anchored, exactly
+    (score 100), in the Markdown itself, at lines whose text is unchanged (so is the excerpt)."""
+    was = row.get("source_lines")
+    start, end = row.get("source_line_start"), row.get("source_line_end")
+    if (
+        row["type"] != "text"
+        or row["anchor_state"] != "anchored"
+        or row.get("source_kind") is not None
+        or row["replaced_text"]
+        or row.get("anchor_score") != 100
+        or not was
+        or start is None
+        or end is None
+        or row["source_path"] != row["source_file"]
+    ):
+        return None
+    old = linemove.known(was)
+    moves = None if old is None else linemove.moves(old, text)
+    quote = row["quote_exact"] or row["selected_text"] or ""
+    lines = None if moves is None else moves.move(start, end, quote)
+    if moves is None or lines is None:
+        return None
+    hashes = line_hashes(text)
+    if linemove.known(hashes) is not text:
+        linemove.remember(hashes, text)
+    # Only what differs from the row: a page's notes that did not move write two columns (no
+    # index of the table touched), in one batched statement.
+    update: dict[str, Any] = {"source_lines": hashes}
+    if lines != (start, end):
+        update.update(
+            source_line_start=lines[0],
+            source_line_end=lines[1],
+            source_excerpt=moves.excerpt(*lines),
+        )
+    return update
 
 
 def _same_text(row: Mapping[str, Any], text: str) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import pages, reconcile, urls
+from . import pages, reconcile, relocator, urls
 from . import validation as validate
 from .backends import Backend, Connection, now
 from .errors import StoreReadOnlyError
@@ -52,7 +52,7 @@ ORIGINAL_COLUMNS = {
     "original_excerpt": "source_excerpt",
 }
 # What a re-location plan was made from: written only if these are still what it read.
-GUARD_COLUMNS = ("replaced_text", "source_file", "source_mtime", "quote_exact")
+GUARD_COLUMNS = ("replaced_text", "source_file", "source_mtime", "quote_exact", "anchor_state")
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -85,6 +85,7 @@ class Sources:
         self._file = backend
         self._tables = Tables(backend)
         self._project = project
+        self.relocator = relocator.Relocator(self)
 
     @contextlib.contextmanager
     def reading(self, scope: str | None, params: Sequence[Any] = ()) -> Iterator[Connection]:
@@ -99,23 +100,33 @@ class Sources:
         """
         if scope is not None and self._project.outside is None:
             with self._file.transaction(write=False) as conn:
-                stale = self._stale(conn, scope, params)
+                stale = self._stale(conn, scope, params, inline=True)
                 if stale is None:
                     yield conn
                     return
             with contextlib.suppress(StoreReadOnlyError):
                 # A store that cannot be written is read as it was last written (issue #27).
-                self.reconcile_rows(stale())
+                if isinstance(stale, tuple):
+                    # A branch switch's thousands of notes: answered pending, located in the
+                    # background (annotate/relocator.py).
+                    self.mark_pending(*stale)
+                    self.relocator.start()
+                else:
+                    self.reconcile_rows(stale())
         with self._file.transaction(write=False) as conn:
             yield conn
 
     def _stale(
-        self, conn: Connection, scope: str, params: Sequence[Any]
-    ) -> Callable[[], list[dict[str, Any]]] | None:
+        self, conn: Connection, scope: str, params: Sequence[Any], *, inline: bool = False
+    ) -> Callable[[], list[dict[str, Any]]] | tuple[str, list[Any]] | None:
         """The rows `scope` selects whose Markdown file changed since their last check, and those
         made on another commit of the served build's branch and not yet located in this one
-        (`reconcile._newer_build` says the same of one row); None when there are none. Read
-        when called: on PostgreSQL with the commit, one round trip for both."""
+        (`reconcile._newer_build` says the same of one row), and those left pending; None when
+        there are none. Read when called: on PostgreSQL with the commit, one round trip for both.
+
+        `inline`: when they are more than a read locates before answering
+        (`relocator.inline`), not them but the `FROM … WHERE …` that selects them, and its
+        parameters."""
         live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
         build = self._project.build
         # One grouped query tells both: the files and mtimes, and whether any row is behind.
@@ -127,16 +138,20 @@ class Sources:
             )
             behind_params = [build.branch, build.commit]
             any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
+        pending = f"max(CASE WHEN anchor_state = '{reconcile.PENDING}' THEN 1 ELSE 0 END)"
         groups = conn.execute(
-            f"SELECT source_file, source_mtime, {any_behind} {live} "
+            f"SELECT source_file, source_mtime, {any_behind}, {pending}, count(*) {live} "
             "GROUP BY source_file, source_mtime",
             [*behind_params, *params],
         ).fetchall()
         if not groups:
             return None
         locator = self.locator()
-        changed = {f for f, mtime, _ in groups if f is None or locator.mtime(f) != mtime}
-        moved = any(late for _, _, late in groups)
+        # A pending note's file is one that changed (or a process marked it so and stopped).
+        changed = {
+            f for f, mtime, _, left, _ in groups if f is None or left or locator.mtime(f) != mtime
+        }
+        moved = any(late for _, _, late, _, _ in groups)
         if not changed and not moved:
             return None
         files = sorted(f for f in changed if f is not None)
@@ -145,11 +160,12 @@ class Sources:
             which.append("source_file IS NULL")
         if moved:
             which.append(f"({behind})")
-        return self._tables.send(
-            conn,
-            f"SELECT * {live} AND ({' OR '.join(which)})",
-            [*params, *files, *(behind_params if moved else [])],
-        )
+        where = f"{live} AND ({' OR '.join(which)})"
+        where_params = [*params, *files, *(behind_params if moved else [])]
+        count = sum(n for f, _, late, _, n in groups if f in changed or late)
+        if inline and not relocator.inline(count, len(changed)):
+            return where, where_params
+        return self._tables.send(conn, f"SELECT * {where}", where_params)
 
     def page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
         """The Markdown file of each page, for page notes' `source`: the plugin's record, else
@@ -253,18 +269,28 @@ class Sources:
         )
         return row[0] if row else None
 
-    def reconcile_rows(self, rows: Iterable[Row], *, force: bool = False) -> int:
-        """Re-locate the rows whose Markdown changed; return how many were looked at again."""
+    def reconcile_rows(self, rows: Iterable[Row], *, force: bool = False, workers: int = 1) -> int:
+        """Re-locate the rows whose Markdown changed; return how many were looked at again.
+        `workers`: processes to plan a large set on (`relocator.plan_parallel`)."""
         # A removed note's text was deleted on purpose: there is nothing to find again.
         rows = [r for r in rows if r["anchor_state"] != "removed"]
         if not rows:
             return 0
-        updates = reconcile.plan(rows, self.locator(), force=force, build=self._project.build)
+        build = self._project.build
+        if workers > 1 and len(rows) >= relocator.PARALLEL_MIN_ROWS:
+            with self._file.transaction(write=False) as conn:
+                found = conn.execute("SELECT page_url, src_path, generated FROM pages")
+                records = {url: (src, made) for url, src, made in found.fetchall()}
+            updates = relocator.plan_parallel(
+                rows, self._project.project_dir, records, workers=workers, build=build, force=force
+            )
+        else:
+            updates = reconcile.plan(rows, self.locator(), force=force, build=build)
         if not updates:
             return 0
         by_id = {r["id"]: r for r in rows}
         # Write only if the inputs of the plan are still current: another connection may have
-        # re-anchored (new replacedText, a newer check) or deleted it meanwhile, and its answer is
+        # re-anchored (new replacedText, a newer check, another state) or deleted it meanwhile, and its answer is
         # the newer one. The updates go in one batched statement per set of columns; those a
         # reader sees get a change row if written, so which are still current is read first, in
         # one go under the write lock: no round trip per note on PostgreSQL (issue #31).
@@ -321,11 +347,36 @@ class Sources:
             # What the reviewer saw: the change since then is shown once the note is addressed.
             row.update({o: row.get(c) for o, c in ORIGINAL_COLUMNS.items()})
 
-    def reconcile(self, *, force: bool = False) -> int:
+    def reconcile(self, *, force: bool = False, workers: int = 1) -> int:
         """Check every annotation against its Markdown file now; return how many were updated."""
         with self._file.transaction(write=False) as conn:
             rows = self._tables.query(conn, ALL_ANNOTATIONS)
-        return self.reconcile_rows(rows, force=force)
+        return self.reconcile_rows(rows, force=force, workers=workers)
+
+    def mark_pending(self, where: str, params: Sequence[Any]) -> None:
+        """Mark the anchored notes `FROM … WHERE …` selects (`_stale`'s notes whose files
+        changed) pending, in one statement: no change row, their `source` as it was."""
+        with self._file.transaction(write=True) as conn:
+            conn.execute(
+                f"UPDATE annotations SET anchor_state = '{reconcile.PENDING}' WHERE "
+                f"anchor_state = 'anchored' AND id IN (SELECT id {where} "
+                "AND anchor_state = 'anchored' AND source_file IS NOT NULL)",
+                params,
+            )
+
+    def relocate_changed(self, batch_files: int, hold: Callable[[], None] = lambda: None) -> int:
+        """Locate again every note whose file changed (the background pass), `batch_files`
+        files a write, `hold` called before each; return how many were looked at."""
+        with self._file.transaction(write=False) as conn:
+            stale = self._stale(conn, ALL_ANNOTATIONS, ())
+        if stale is None or isinstance(stale, tuple):
+            return 0  # nothing changed (a tuple only when asked `inline`: never here)
+        groups = relocator.by_file(stale())
+        done = 0
+        for at in range(0, len(groups), batch_files):
+            hold()
+            done += self.reconcile_rows([r for g in groups[at : at + batch_files] for r in g])
+        return done
 
     @functools.cached_property
     def _site_path(self) -> str:

@@ -396,9 +396,9 @@ class Store:
         """`Sources.page_file`: the Markdown file a page is built from, else None."""
         return self.sources.page_file(page_url)
 
-    def reconcile(self, *, force: bool = False) -> int:
+    def reconcile(self, *, force: bool = False, workers: int = 1) -> int:
         """`Sources.reconcile`: check every annotation against its Markdown file now."""
-        return self.sources.reconcile(force=force)
+        return self.sources.reconcile(force=force, workers=workers)
 
     def page_url(self, value: Any, field: str = "pageUrl") -> str:
         """`Sources.page_url`: the form the store keeps of a page URL written any way."""
