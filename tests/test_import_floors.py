@@ -120,6 +120,7 @@ def test_nothing_below_imports_the_top_floor() -> None:
         "annotate.chathost",
         "annotate.cli",
         "annotate.mcp_remote",
+        "annotate.web.local",
         "annotate.web.server",
         "annotate.web.team",
     }

@@ -2,7 +2,7 @@
 
 One Python process answers on one core at a time (the GIL); a team server under load needs more.
 The parent checks everything that can fail (the folder, the store, the token, the port), binds the
-socket and prints the address, then starts N workers: `python -m annotate.web.workers FD` with the
+socket and prints the address, then starts N workers: `python -m annotate.web.worker FD` with the
 socket passed down (`pass_fds`) and the settings in `ANNOTATE_WORKER` (JSON). Each opens its own
 store and app and accepts on the shared socket; the kernel hands each connection to one of them.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import json
 import os
 import signal
@@ -31,11 +30,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import StoreError
 from .signin import Settings
 
 __all__ = ["ENV", "Spec", "WorkerPid", "supervise"]
@@ -109,7 +106,7 @@ def supervise(spec: Spec, sock: socket.socket, count: int) -> int:
 
     def start() -> tuple[subprocess.Popen[bytes], float]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "annotate.web.workers", str(sock.fileno()), str(os.getpid())],
+            [sys.executable, "-m", "annotate.web.worker", str(sock.fileno()), str(os.getpid())],
             pass_fds=[sock.fileno()],
             env=env,
             stdin=subprocess.DEVNULL,
@@ -157,54 +154,3 @@ def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def _die_with(parent: int) -> None:
-    """SIGTERM when the parent dies (Linux); if it is gone already, stop now."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        raise SystemExit(0)
-
-
-def run_worker(fd: int, parent: int, spec: Spec, build: Callable[..., Any]) -> None:
-    """One worker: its own store and app over the inherited socket, until SIGTERM."""
-    import uvicorn
-
-    from ..store import open as open_store
-    from .server import feed_server, uvicorn_options
-
-    _die_with(parent)
-    sock = socket.socket(fileno=fd)
-    store = open_store(spec.project, db=spec.db)
-    store.keep_open()
-    try:
-        app = build(spec, store)
-        config = uvicorn.Config(WorkerPid(app), **uvicorn_options(spec.read_only, spec.team))
-        server = feed_server(config, app.state.feed)
-        # As `annotate serve` does: what lives as long as the server is left out of full passes.
-        gc.collect()
-        gc.freeze()
-        with contextlib.suppress(KeyboardInterrupt):
-            server.run(sockets=[sock])
-    finally:
-        sock.close()
-        store.close()
-
-
-def main(argv: list[str]) -> None:
-    from .server import build_app
-
-    fd, parent = int(argv[0]), int(argv[1])
-    try:
-        run_worker(fd, parent, Spec.from_json(os.environ[ENV]), build_app)
-    except StoreError as e:
-        raise SystemExit(f"Error: {e}") from None
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
