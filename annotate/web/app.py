@@ -111,7 +111,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
         )
     try:
         data = strictjson.loads(text)
-        if b"\\u" in raw and SURROGATE_ESCAPE.search(raw):  # the first test: 10x faster
+        if b"\\u" in raw and SURROGATE_ESCAPE.search(raw):  # most bodies hold no \u at all
             json.dumps(data, ensure_ascii=False).encode("utf-8")
     except strictjson.TooDeep:
         raise HttpError(400, BAD_JSON, "Request body is nested too deeply") from None
