@@ -26,15 +26,21 @@ def start(
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
+    _, host, port = listening(proc, 20)
+    return proc, host, port
+
+
+def listening(proc: subprocess.Popen[str], wait: float) -> tuple[str, str, int]:
+    """The first line a starting `annotate serve` prints, and the host and port it names.
+    AssertionError (the process stopped, its stderr quoted) when it names none in `wait` s."""
     line: list[str] = []
     reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
     reader.start()
-    reader.join(20)
+    reader.join(wait)
     match = re.search(r"http://([^:/]+):(\d+)/", line[0] if line else "")
     if match is None:
-        stop(proc)
-        raise AssertionError(f"annotate serve did not start: {line}")
-    return proc, match[1], int(match[2])
+        raise AssertionError(f"annotate serve did not start: {line}: {stop(proc)}")
+    return line[0], match[1], int(match[2])
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

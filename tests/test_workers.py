@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from annotate.web.workers import STARTUP_S, Spec, supervise
 
 from .conftest import text_note, write_project
 from .pgcluster import free_port
+from .serving import listening
 
 BACKENDS = ["sqlite", "postgresql"]
 API = "/__annotate/api"
@@ -119,16 +119,10 @@ def _start(project: Path, site: Path, *options: str) -> Workers:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(60)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/", line[0] if line else "")
-    if match is None:
-        proc.kill()
-        raise AssertionError(f"annotate serve printed {line}: {proc.stderr.read()}")  # type: ignore[union-attr]
-    assert "2 workers" in line[0]
-    return Workers(proc, int(match[1]), project)
+    line, host, port = listening(proc, 60)
+    assert host == "127.0.0.1"
+    assert "2 workers" in line
+    return Workers(proc, port, project)
 
 
 def _stop(w: Workers, sig: int = signal.SIGINT) -> int:
