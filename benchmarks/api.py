@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/api.py [--annotations 10000] [--seconds 3] [--db pg | --db URL]
                                        [--no-fsync] [--serve-arg ARG ...] [--only KEY,...]
+                                       [--reuse DIR]
 
 Every row runs on SQLite (the project's file); with `--db`, then on PostgreSQL as well: `--db pg`
 starts a throwaway server (tests/pgcluster.py's `PgCluster`, fsync on unless `--no-fsync`, stopped
@@ -20,7 +21,9 @@ its page's Markdown (the library's own pass: each file parsed once, each quote f
 their first location is recorded as `add_annotation` records it. The fill stops unless every note
 is anchored with its lines (100k notes: about 1.5 min, loaded). PostgreSQL gets the same rows,
 copied from the SQLite file before its run (`COPY`; filled note by note through the library, its
-round trips took 11 min at 100k), read by the same Markdown files.
+round trips took 11 min at 100k), read by the same Markdown files. `--reuse DIR` keeps the filled
+project in DIR (made on the first run) and copies it for each later run: alternating before/after
+runs then skip the fill (the store's schema must be the same in both trees).
 Then `annotate serve site/` runs in a subprocess (uvicorn, one process unless told otherwise) and
 a plain `http.client` client with keep-alive measures, one request at a time:
 
@@ -61,6 +64,7 @@ import os
 import random
 import re
 import secrets
+import shutil
 import sys
 import tempfile
 import threading
@@ -221,6 +225,26 @@ class Project:
             "note": "Say this more plainly.",
             **selection(text, start, end),
         }
+
+
+def filled(root: Path, total: int, reuse: str | None) -> Project:
+    """A filled project in `root`: made there, or copied from `reuse` (and kept there when new)."""
+    if reuse is None:
+        return Project(root, total, random.Random(SEED), None)
+    kept = Path(reuse) / str(total)
+    saved = kept / "project.json"
+    if saved.exists():
+        shutil.copytree(kept / "root", root, dirs_exist_ok=True)
+        project = Project.__new__(Project)
+        project.__dict__.update(json.loads(saved.read_text()))
+        project.root, project.rng = root, random.Random(SEED)
+        project.texts = {k: (t, s) for k, (t, s) in project.texts.items()}
+        return project
+    project = Project(root, total, random.Random(SEED), None)
+    shutil.copytree(root, kept / "root")
+    state = {k: v for k, v in project.__dict__.items() if k not in ("root", "rng")}
+    saved.write_text(json.dumps(state))
+    return project
 
 
 def _row(n: int, note: dict[str, Any]) -> dict[str, Any]:
@@ -667,12 +691,15 @@ def main() -> None:
     parser.add_argument(
         "--only", help="comma list of row keys to measure (e.g. create,list,anchor_same)"
     )
+    parser.add_argument(
+        "--reuse", metavar="DIR", help="keep the filled project in DIR and copy it for later runs"
+    )
     args = parser.parse_args()
     runs = []
     cluster = None
     try:
         with tempfile.TemporaryDirectory(prefix="annotate-api-bench-") as tmp:
-            project = Project(Path(tmp), args.annotations, random.Random(SEED), None)
+            project = filled(Path(tmp), args.annotations, args.reuse)
             database, db = None, None
             if args.db:
                 url = args.db

@@ -250,6 +250,42 @@ def test_a_long_poll_on_one_worker_wakes_on_a_write_through_the_other(
     assert [(e["id"], e["action"]) for e in body["events"]] == [(note["id"], "created")]
 
 
+def test_concurrent_writes_through_both_workers_lose_nothing(
+    team: tuple[Workers, dict[str, str]],
+) -> None:
+    """Six connections, three to each worker, write at once: every note and reply is saved once
+    (on SQLite the workers queue on the store's lock file, annotate/backends/writers.py)."""
+    w, tokens = team
+    conns = [c for _ in range(3) for c in w.two(_bearer(tokens["ann"]))]
+    assert len({c.pid for c in conns}) == 2
+    made: list[list[str]] = [[] for _ in conns]
+    failed: list[Any] = []
+
+    def write(i: int) -> None:
+        for n in range(12):
+            status, _, note = conns[i].call(
+                "POST", f"{API}/annotations", text_note(note=f"From {i}, number {n}.")
+            )
+            if status != 201:
+                failed.append(note)
+                return
+            made[i].append(note["id"])
+            path = f"{API}/annotations/{note['id']}/replies"
+            if conns[i].call("POST", path, {"message": f"Reply {n}."})[0] != 201:
+                failed.append(path)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(len(conns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failed == []
+    listed = conns[0].call("GET", f"{API}/annotations?page=/guide/install/")[2]["annotations"]
+    assert sorted(n["id"] for n in listed) == sorted(i for ids in made for i in ids)
+    assert len(listed) == 6 * 12
+    assert all(len(n["replies"]) == 1 for n in listed)
+
+
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_stopping_the_parent_stops_every_worker(site: tuple[Path, Path], sig: int) -> None:

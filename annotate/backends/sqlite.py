@@ -37,6 +37,7 @@ from ..errors import (
 from ..fields import ANNOTATION, PAGE_NOTE
 from .interface import BUSY_TIMEOUT_S, DEFAULT_DIR, DEFAULT_FILE, Connection, ExportRows, Rows, now
 from .sqlite_json import ANNOTATION_JSON
+from .writers import WriterQueue
 
 __all__ = ["BUSY_TIMEOUT_S", "DEFAULT_DIR", "DEFAULT_FILE", "SqliteBackend", "now"]
 
@@ -45,7 +46,8 @@ log = logging.getLogger("annotate.store")
 
 # One write lock per database file and process. SQLite serialises writers anyway, but a connection
 # that finds the file locked backs off in sleeps of up to 100 ms; threads of one process (the web
-# server's) queue here instead. Other processes still meet SQLite's busy timeout.
+# server's) queue here instead, and processes in the kernel's queue of a lock file beside the
+# store (annotate/backends/writers.py).
 _WRITE_LOCKS: dict[str, threading.RLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
@@ -173,6 +175,7 @@ class SqliteBackend:
         self._generation = 0
         self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._follow_lock = threading.Lock()
+        self._writers = WriterQueue(self.path)
         self._prepare_folder()
         self._create()
         self._check_header()
@@ -497,11 +500,16 @@ class SqliteBackend:
         """One transaction: IMMEDIATE for writes (no lock upgrade races), deferred for reads."""
         conn = self.connection()
         lock = _write_lock(self.path) if write else None
+        held: int | None = None
         if lock is not None:
             lock.acquire()
         try:
             try:
+                if write:
+                    held = self._writers.acquire(self.busy_timeout)
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except TimeoutError:
+                raise StoreBusyError(str(self.path)) from None
             except sqlite3.Error as e:
                 raise self._translate(e) from None
             try:
@@ -520,6 +528,8 @@ class SqliteBackend:
                         conn.execute("ROLLBACK")
                     raise self._translate(e) from None
         finally:
+            if held is not None:
+                self._writers.release(held)
             if lock is not None:
                 lock.release()
 
