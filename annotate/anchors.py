@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from . import urls
+from . import validation as validate
 from .backends import Backend
 from .fields import SELECTION
 from .sources import Sources
@@ -33,7 +35,20 @@ class Anchors:
         No replies and no Markdown reconciliation: positions in the page text do not depend on
         them.
         """
-        page_url = self._sources.page_url(page_url)
+        # The URL as written is the page's when it has notes (the first form with notes wins,
+        # `Sources.page_url`): one query, not the lookup of every form it may be written in.
+        # Found no note, the lookup decides, as for any other read.
+        path = urls.clean(page_url) if isinstance(page_url, str) and page_url.strip() else page_url
+        path = validate.page_url(path, "pageUrl")
+        rows = self._text_selectors(path, include_resolved)
+        if rows:
+            return rows
+        resolved = self._sources.page_url(page_url)
+        return rows if resolved == path else self._text_selectors(resolved, include_resolved)
+
+    def _text_selectors(
+        self, page_url: str, include_resolved: bool
+    ) -> list[tuple[str, str, str, str, int | None, int | None, str | None]]:
         sql = (
             "SELECT id, coalesce(nullif(quote_exact, ''), selected_text, ''), "
             "coalesce(quote_prefix, ''), coalesce(quote_suffix, ''), position_start, "
