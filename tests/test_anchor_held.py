@@ -4,6 +4,7 @@ full path (`locate_many`) gives, whatever the text and the selectors."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,17 @@ def test_a_text_with_characters_outside_the_bmp_is_left_to_the_full_path() -> No
     held = _Held.of([("a_1", "pipx", "Use ", "", 4, 8, None)], b"{}", "Use pipx")
     assert held is not None and held.holds("Use pipx now")
     assert not held.holds("Use pipx now 📁")
+
+
+def test_a_note_added_or_gone_is_never_answered_from_the_last_selectors() -> None:
+    rng = random.Random(3)
+    text = _page(rng)
+    rows = _rows(text, rng)
+    store = Rows(rows)
+    anchors = Anchors(store)
+    anchors.locate("/p/", text, False)
+    for changed in (rows[:-1], [*rows, (*rows[0][:1], "x", *rows[0][2:])], rows):
+        store.rows = changed
+        answer, _ = anchors.locate("/p/", text + "\nNew.", False)
+        assert answer == Anchors(store).locate("/p/", text + "\nNew.", False)[0]
+        assert len(json.loads(answer)["anchors"]) == len(changed)

@@ -58,7 +58,8 @@ class Anchors:
         self._cache: OrderedDict[bytes, bytes] = OrderedDict()
         self._indexes: OrderedDict[str, PageIndex] = OrderedDict()
         self._prepared: OrderedDict[str, float] = OrderedDict()  # page: when, time.monotonic()
-        self._held: OrderedDict[bytes, _Held] = OrderedDict()  # by the selectors' digest
+        # Per (page, include_resolved): its notes' selectors as last read, if all stood in place.
+        self._held: OrderedDict[tuple[str, bool], _Held] = OrderedDict()
         self._lock = threading.Lock()
 
     def due(self, page_url: str, remembered: bool) -> bool:
@@ -89,19 +90,18 @@ class Anchors:
         """`{"anchors": [...]}` as JSON bytes, one entry per text annotation of the page, and
         whether the answer was remembered (the same text and notes as before)."""
         rows = self.store.text_selector_rows(page_url, include_resolved=include_resolved)
-        # pickle is injective: equal bytes mean equal selectors (equal ones may, rarely, differ in
-        # bytes through its memo: a needless miss, never a wrong answer).
-        notes = hashlib.sha256(pickle.dumps((page_url, include_resolved, rows), protocol=5))
-        selected = notes.digest()
+        page = (page_url, include_resolved)
         with self._lock:
-            held = self._held.get(selected)
+            held = self._held.get(page)
             if held is not None:
-                self._held.move_to_end(selected)
-        if held is not None and held.holds(text):
+                self._held.move_to_end(page)
+        if held is not None and held.rows == rows and held.holds(text):
             same = held.text == text  # a reload; else a rebuilt page, its quotes where they were
             held.text = text
             return held.answer, same
-        key = notes.copy()
+        # pickle is injective: equal bytes mean equal selectors (equal ones may, rarely, differ in
+        # bytes through its memo: a needless miss, never a wrong answer).
+        key = hashlib.sha256(pickle.dumps((page_url, include_resolved, rows), protocol=5))
         key.update(b"\x00")
         key.update(text.encode("utf-8", "surrogatepass"))
         digest = key.digest()
@@ -142,10 +142,11 @@ class Anchors:
             self._cache[digest] = answer
             while len(self._cache) > self.size:
                 self._cache.popitem(last=False)
-            if not astral and selected not in self._held:
+            if not astral:
                 found = _Held.of(rows, answer, text)
                 if found is not None and found.holds(text):
-                    self._held[selected] = found
+                    self._held[page] = found
+                    self._held.move_to_end(page)
                     while len(self._held) > INDEXED_PAGES:
                         self._held.popitem(last=False)
         return answer, False
@@ -155,14 +156,21 @@ class _Held:
     """A page's notes whose quotes all stood where they were selected, with their context, the
     last time (most page loads): a next text where each still does gets the same answer, every
     note found at its stored position with a score of 100 (`matching._held`, which
-    `locate_many` takes first; tests/test_anchor_reload.py pins the two answers equal). Checking
-    costs one `startswith` per note, in C: no index, no scoring, no JSON, not even a hash of the
-    text."""
+    `locate_many` takes first; tests/test_anchor_held.py pins the two answers equal). Checking
+    costs a comparison of the rows read and one `startswith` per note, in C: no index, no
+    scoring, no JSON, no hash of the selectors or of the text."""
 
-    __slots__ = ("answer", "los", "quotes", "text")
+    __slots__ = ("answer", "los", "quotes", "rows", "text")
 
-    def __init__(self, quotes: list[str], los: list[int], answer: bytes, text: str) -> None:
-        self.quotes, self.los, self.answer, self.text = quotes, los, answer, text
+    def __init__(
+        self,
+        rows: list[tuple[Any, ...]],
+        quotes: list[str],
+        los: list[int],
+        answer: bytes,
+        text: str,
+    ) -> None:
+        self.rows, self.quotes, self.los, self.answer, self.text = rows, quotes, los, answer, text
 
     @classmethod
     def of(cls, rows: list[tuple[Any, ...]], answer: bytes, text: str) -> _Held | None:
@@ -176,7 +184,7 @@ class _Held:
                 return None
             quotes.append(prefix + exact + suffix)
             los.append(start - len(prefix))
-        return cls(quotes, los, answer, text)
+        return cls(rows, quotes, los, answer, text)
 
     def holds(self, text: str) -> bool:
         """Whether every quote is still at its position with both sides of its context: then
