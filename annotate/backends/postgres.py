@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .. import schema
+from .. import schema, tokencheck
 from ..errors import (
     AnnotateError,
     NewerSchemaError,
@@ -238,6 +238,8 @@ class Connection:
         self._batch: list[tuple[Cursor | None, str, Any]] | None = None
         self._opening = 0
         self.sent = False  # something of this transaction reached the server
+        # The request's token check (annotate/tokencheck.py) its first round trip carries.
+        self.check: tokencheck.Check | None = None
         # The error of the statement of this transaction that failed (raised already).
         self.failure: AnnotateError | None = None
         # A statement failed inside a pipeline: psycopg's cache of prepared statements may name
@@ -263,9 +265,13 @@ class Connection:
         return self._batch is not None
 
     def begin(self, *statements: str) -> None:
-        """Start queueing: `statements` open the transaction, sent with its first read."""
+        """Start queueing: `statements` open the transaction, sent with its first read, and so
+        does the request's token check when one is due (`tokencheck`)."""
         self._batch = [(None, s, None) for s in statements]
-        self._opening = len(statements)
+        self.check = tokencheck.due()
+        if self.check is not None:
+            self._batch.append((None, tokencheck.CARRY_SQL, (self.check.digest,)))
+        self._opening = len(self._batch)
         self.sent = False
         self.failure = None
         self.spoiled = False
@@ -278,6 +284,7 @@ class Connection:
 
     def end(self) -> None:
         self._batch = None
+        self.check = None
 
     def fail(self, error: BaseException) -> AnnotateError:
         """The library error for a failed statement; the transaction is lost."""
@@ -297,6 +304,7 @@ class Connection:
             return
         self._batch = []
         self.sent = True
+        check, self.check = self.check, None
         psycopg = _psycopg()
         raws = [self._raw.cursor() for _ in batch]
         first: BaseException | None = None
@@ -321,7 +329,13 @@ class Connection:
             first = first or e  # after the first error, only the skipped ones
         if first is not None:
             self.spoiled = piped
+            refusal = tokencheck.refused(check, getattr(first, "sqlstate", None))
+            if refusal is not None:
+                self.failure = refusal
+                raise refusal from None
             raise self.fail(first) from None
+        if check is not None:
+            check.done = True
         for raw, (cursor, _, _) in zip(raws, batch, strict=True):
             if cursor is not None:
                 cursor._done = _result(raw)
@@ -341,6 +355,9 @@ class _OneShot:
         return self.cursor().execute(sql, params)
 
     def executemany(self, sql: str, rows: Any) -> Any:
+        check = tokencheck.due()
+        if check is not None:
+            check.run()  # before a write that commits on its own
         with self._owner._borrow() as conn:
             return conn.executemany(sql, rows)
 
@@ -359,9 +376,20 @@ class _OneShotCursor:
         with self._owner._borrow() as conn:
             cur = conn.cursor()
             cur.row_factory = self.row_factory
-            cur.execute(sql, params)
-            self._rows = cur.fetchall()
-            self.description, self.rowcount = cur.description, cur.rowcount
+            carrying = tokencheck.due() is not None
+            if carrying:
+                # The request's token check and this statement in one pipeline: one implicit
+                # transaction, in which a refused check skips the statement.
+                conn.begin()
+            try:
+                cur.execute(sql, params)
+                self._rows = cur.fetchall()
+                self.description, self.rowcount = cur.description, cur.rowcount
+            finally:
+                if carrying:
+                    conn.end()
+                    if conn.spoiled:
+                        conn._raw.close()  # the pool replaces it (`Connection.spoiled`)
         return self
 
     def fetchall(self) -> list[Any]:
