@@ -42,9 +42,9 @@ from annotate.web.signin import Settings  # noqa: E402
 sys.path.append(str(HERE))
 sys.path.append(str(HERE.parent))  # tests.pgcluster, after the library the Python imports
 
+from _common import selection  # noqa: E402
 from pg_round_trips import counting  # noqa: E402
 from team import AGENT_ACTIONS, REVIEWER_ACTIONS, add_tokens, make_project, tree_cpu  # noqa: E402
-from _common import selection  # noqa: E402
 
 API = "/__annotate/api"
 SEED = 31
@@ -56,9 +56,7 @@ class Asgi:
     def __init__(self, app: Any) -> None:
         self.app = app
 
-    async def call(
-        self, method: str, path: str, token: str, body: Any = None
-    ) -> tuple[int, Any]:
+    async def call(self, method: str, path: str, token: str, body: Any = None) -> tuple[int, Any]:
         raw = b"" if body is None else json.dumps(body).encode()
         target, _, query = path.partition("?")
         headers = [(b"host", b"127.0.0.1:8000"), (b"authorization", f"Bearer {token}".encode())]
@@ -131,7 +129,9 @@ class People:
             body = {"message": key}
             status, _ = await call("POST", f"{API}/annotations/{note}/replies", reviewer, body)
         elif action == "feed":
-            status, got = await call("GET", f"{API}/changes?since={self.cursor}&timeout=0", reviewer)
+            status, got = await call(
+                "GET", f"{API}/changes?since={self.cursor}&timeout=0", reviewer
+            )
             self.cursor = got["cursor"] if status == 200 else self.cursor
         elif action == "agent list":
             status, _ = await call("GET", f"{API}/annotations?page={page.url}&status=open", agent)

@@ -453,7 +453,8 @@ class Guard:
         if refusal is not None:
             return refusal
         try:
-            found = await self.identify(scope, headers, remembered=True)
+            # A page is identified again each time: a refused one goes to the sign-in page.
+            found = await self.identify(scope, headers, remembered=is_api)
         except AnnotateError as e:
             # The token lookup failed (PostgreSQL down: StoreUnreachableError): the answer the
             # routes give for it, 503, rather than a 500 and a traceback for every request.
