@@ -455,12 +455,7 @@ def run_load(
     async def main() -> None:
         # One connection pool per instance, shared by the people on it (a client each would cost
         # an SSL context each, unused on loopback http).
-        https = [
-            httpx.AsyncClient(
-                base_url=b, timeout=TIMEOUT_S, limits=httpx.Limits(max_connections=None)
-            )
-            for b in bases
-        ]
+        https = [httpx.AsyncClient(base_url=b, timeout=TIMEOUT_S, limits=LIMITS) for b in bases]
         clients = [
             Client(https, i % len(bases), token, load)
             for i, token in enumerate([*reviewer_tokens, *agent_tokens])
