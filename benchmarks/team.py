@@ -15,7 +15,7 @@ PostgreSQL schema or SQLite file) with a personal token per simulated person (`S
 answered by `annotate serve SITE --team` subprocesses (uvicorn, free loopback ports): every
 request carries a person's bearer token and every write records its author.
 
-Every simulated person is one asyncio task on keep-alive connections (httpx) to one instance,
+Every simulated person is one asyncio task on keep-alive connections (_http.py) to one instance,
 thinking a random 0 to 2 x `--think` seconds (also before the first action: people arrive at
 random moments, not all in one millisecond, which is measured apart, as the burst), then acting:
 
@@ -85,6 +85,7 @@ import annotate  # noqa: E402
 sys.path.append(str(HERE))
 
 from _common import p, selection, sentence  # noqa: E402
+from _http import ConnectError, Pool, TransportError  # noqa: E402
 from _machine import describe  # noqa: E402
 
 __all__ = ["Instance", "Load", "add_tokens", "make_project", "run_load", "start", "verify"]
@@ -103,7 +104,7 @@ TIMEOUT_S = 30.0
 TARGET_MS = 50.0  # issue #20: p99 per action on this machine
 SLOW_COMMIT_MS = 30
 # uvicorn closes a connection idle for 5 s: a request sent on it just then would get no answer.
-LIMITS = httpx.Limits(max_connections=None, keepalive_expiry=3.0)
+KEEPALIVE_S = 3.0
 
 
 @dataclass
@@ -270,7 +271,7 @@ class Load:
 class Client:
     """One person: their token, on their instance and, once that one is gone, on the next."""
 
-    def __init__(self, https: list[httpx.AsyncClient], first: int, token: str, load: Load) -> None:
+    def __init__(self, https: list[Pool], first: int, token: str, load: Load) -> None:
         self.https = https
         self.at = first
         self.load = load
@@ -287,13 +288,11 @@ class Client:
         start = time.perf_counter()
         for _ in range(len(self.https)):
             try:
-                r = await self.https[self.at].request(
-                    method, API + path, json=body, headers=self.headers
-                )
+                r = await self.https[self.at].request(method, API + path, body, self.headers)
                 break
-            except httpx.ConnectError:
+            except ConnectError:
                 self._fail_over()  # nothing was sent: send it to the next instance
-            except httpx.TransportError:
+            except TransportError:
                 # Sent, never answered (the instance died with it): not acknowledged.
                 if key:
                     self.load.unanswered[action].add(key)
@@ -453,9 +452,8 @@ def run_load(
     team = Team(pages)
 
     async def main() -> None:
-        # One connection pool per instance, shared by the people on it (a client each would cost
-        # an SSL context each, unused on loopback http).
-        https = [httpx.AsyncClient(base_url=b, timeout=TIMEOUT_S, limits=LIMITS) for b in bases]
+        # One connection pool per instance, shared by the people on it.
+        https = [Pool(b, timeout=TIMEOUT_S, keepalive=KEEPALIVE_S) for b in bases]
         clients = [
             Client(https, i % len(bases), token, load)
             for i, token in enumerate([*reviewer_tokens, *agent_tokens])
