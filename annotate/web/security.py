@@ -273,7 +273,7 @@ class Identify:
             self._forget(digest)
         else:
             if len(self._known) >= KNOWN_MAX:
-                self._known.pop(next(iter(self._known)))
+                self._known.clear()  # one call: `_forget` may run in a thread meanwhile
             self._known[digest] = found
         return found
 
