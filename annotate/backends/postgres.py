@@ -270,7 +270,11 @@ class Connection:
         self._batch = [(None, s, None) for s in statements]
         self.check = tokencheck.due()
         if self.check is not None:
-            self._batch.append((None, tokencheck.CARRY_SQL, (self.check.digest,)))
+            # Right after BEGIN: before the write lock, so that a refused token never waits
+            # for it, nor holds it longer.
+            self._batch.insert(
+                min(1, len(self._batch)), (None, tokencheck.CARRY_SQL, (self.check.digest,))
+            )
         self._opening = len(self._batch)
         self.sent = False
         self.failure = None
