@@ -79,6 +79,16 @@ class People:
             return None
         return Person(row[0], parse_role(row[1]))
 
+    def live(self, digest: str) -> bool:
+        """Whether a live token has this SHA-256 (`hash_token`): a request's check of a token
+        whose person is known already (annotate/tokencheck.py)."""
+        row = (
+            self._file.connection()
+            .execute("SELECT 1 FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (digest,))
+            .fetchone()
+        )
+        return row is not None
+
     def check_live(self, conn: Connection, token: str | None) -> None:
         """`Unauthorized` unless `token` (when given) is a live personal token, read in `conn`'s
         transaction (a revoked agent takes no review, issue #32)."""

@@ -10,17 +10,14 @@ the PostgreSQL run again with one instance killed mid-run.
 the SQLite run on one instance of `--sqlite-workers` workers (default N x W, the same number of
 processes, on one file). `--runs postgresql,sqlite,killed` (the default: all three) picks runs.
 
-A temp project gets Markdown pages and a built site of them. Each run starts from an empty store
-(a fresh PostgreSQL schema, a fresh SQLite file) holding one personal token per simulated person
-(`Store.add_token`, what `annotate token add` calls), and `annotate serve SITE --team` subprocesses
-(uvicorn on free loopback ports) answer them: team mode, so every request is a person's bearer
-token and every write records its author, as on a real team server.
+A temp project gets Markdown pages and a built site. Each run starts from an empty store (a fresh
+PostgreSQL schema or SQLite file) with a personal token per simulated person (`Store.add_token`),
+answered by `annotate serve SITE --team` subprocesses (uvicorn, free loopback ports): every
+request carries a person's bearer token and every write records its author.
 
-Every simulated person is one asyncio task on keep-alive connections (httpx) to one instance,
-thinking a random 0 to 2 x `--think` seconds, then acting, over and over. The first think comes
-before the first action, as between actions: people arrive at random moments (about 55 actions a
-second in all, one at a time on average), not all in the same millisecond. That instant is measured
-apart, as the burst:
+Every simulated person is one asyncio task on keep-alive connections (_http.py) to one instance,
+thinking a random 0 to 2 x `--think` seconds (also before the first action: people arrive at
+random moments, not all in one millisecond, which is measured apart, as the burst), then acting:
 
 - a reviewer creates a text note on a page, lists a page's notes, replies to a note someone made,
   and reads the change feed (`changes?since=CURSOR&timeout=0`);
@@ -32,31 +29,27 @@ apart, as the burst:
 
 After the steady load, the **burst**: every person sends one request at the same instant (each
 reviewer creates a note, each agent lists a page's open notes), the worst case of a team's first
-minute, on warm servers. Its table gives p50, p99 and the last answer, and the floor the CPU puts
-under that last answer: the requests times the CPU one request took in the steady load (client,
-servers and PostgreSQL, from /proc), divided by the machine's cores. A burst larger than the
-per-action target times what the cores answer in a millisecond cannot meet the target on any
-server; it says how long the queue takes to drain. On a machine others share, every process's
-CPU counts their work too: the last two columns give the floor from the run's own CPU (this
-process, the servers and their workers, the run's PostgreSQL cluster).
+minute, on warm servers. Its table gives p50, p99, the last answer, and the floor the CPU puts
+under it: the requests times the CPU a request took in the steady load (every process's, from
+/proc; the last two columns: the run's own, this process, the servers, its PostgreSQL), divided
+by the cores. A burst over the per-action target times what the cores answer in a millisecond
+cannot meet the target on any server: it says how long the queue takes to drain.
 
-Runs: `postgresql` (`--instances`, the clients split between them), `sqlite` (one instance, the
-baseline), `postgresql, one killed` (instance A gets SIGKILL halfway; its clients fail over to B;
-no burst).
+Runs: `postgresql` (`--instances`, the clients split between them), `sqlite` (one instance),
+`postgresql, one killed` (instance A gets SIGKILL halfway; its clients fail over; no burst).
 Each write carries a unique text. A write is acknowledged when it got a 2xx answer; afterwards the
 database is read through the library and every acknowledged write must be in it (`lost` counts the
 missing ones). A write sent but never answered (the killed instance) is not acknowledged: it is
 counted apart, with how many of those the database holds anyway. A request refused at connect
 (nothing sent) is sent again to the other instance, its time counted from the first try.
 
-The tables give p50 and p99 per action in ms with the ratio to the SQLite run, then the writes,
-requests per second, and the CPU the client (this process), the servers (their workers included,
-not the killed instance) and the run's PostgreSQL used, in % of one core. PostgreSQL runs with fsync on
-(a commit waits for its WAL to reach the disk; `--no-fsync` turns it off, to see what the disk
-costs); the SQLite file runs as the store opens it (WAL, synchronous=NORMAL: its commits do not
-wait for the disk). PostgreSQL logs every COMMIT slower than 30 ms, and the last table counts
-them per run: a commit waits for its WAL to reach the disk with the write lock held, so a disk
-that stalls an fsync for 100 ms holds every write queued behind it for as long.
+The tables give p50 and p99 per action in ms (ratios to the SQLite run, when there is one), the
+writes, requests per second, the CPU of the client (this process), the servers (workers included,
+not the killed instance) and the run's PostgreSQL in % of one core, and the servers' and
+PostgreSQL's CPU per request: on a shared machine the times say how loaded it was, the CPU per
+request what a quiet one would spend. PostgreSQL runs with fsync on (`--no-fsync`: off); the
+SQLite file as the store opens it (WAL, synchronous=NORMAL). PostgreSQL logs every COMMIT over
+30 ms, counted per run: a commit waits for its WAL with the write lock held.
 """
 
 from __future__ import annotations
@@ -92,6 +85,7 @@ import annotate  # noqa: E402
 sys.path.append(str(HERE))
 
 from _common import p, selection, sentence  # noqa: E402
+from _http import ConnectError, Pool, TransportError  # noqa: E402
 from _machine import describe  # noqa: E402
 
 __all__ = ["Instance", "Load", "add_tokens", "make_project", "run_load", "start", "verify"]
@@ -110,7 +104,7 @@ TIMEOUT_S = 30.0
 TARGET_MS = 50.0  # issue #20: p99 per action on this machine
 SLOW_COMMIT_MS = 30
 # uvicorn closes a connection idle for 5 s: a request sent on it just then would get no answer.
-LIMITS = httpx.Limits(max_connections=None, keepalive_expiry=3.0)
+KEEPALIVE_S = 3.0
 
 
 @dataclass
@@ -277,7 +271,7 @@ class Load:
 class Client:
     """One person: their token, on their instance and, once that one is gone, on the next."""
 
-    def __init__(self, https: list[httpx.AsyncClient], first: int, token: str, load: Load) -> None:
+    def __init__(self, https: list[Pool], first: int, token: str, load: Load) -> None:
         self.https = https
         self.at = first
         self.load = load
@@ -294,13 +288,11 @@ class Client:
         start = time.perf_counter()
         for _ in range(len(self.https)):
             try:
-                r = await self.https[self.at].request(
-                    method, API + path, json=body, headers=self.headers
-                )
+                r = await self.https[self.at].request(method, API + path, body, self.headers)
                 break
-            except httpx.ConnectError:
+            except ConnectError:
                 self._fail_over()  # nothing was sent: send it to the next instance
-            except httpx.TransportError:
+            except TransportError:
                 # Sent, never answered (the instance died with it): not acknowledged.
                 if key:
                     self.load.unanswered[action].add(key)
@@ -460,14 +452,8 @@ def run_load(
     team = Team(pages)
 
     async def main() -> None:
-        # One connection pool per instance, shared by the people on it (a client each would cost
-        # an SSL context each, unused on loopback http).
-        https = [
-            httpx.AsyncClient(
-                base_url=b, timeout=TIMEOUT_S, limits=httpx.Limits(max_connections=None)
-            )
-            for b in bases
-        ]
+        # One connection pool per instance, shared by the people on it.
+        https = [Pool(b, timeout=TIMEOUT_S, keepalive=KEEPALIVE_S) for b in bases]
         clients = [
             Client(https, i % len(bases), token, load)
             for i, token in enumerate([*reviewer_tokens, *agent_tokens])
@@ -653,18 +639,23 @@ def _pct(cpu: float, seconds: float) -> str:
     return f"{100 * cpu / seconds:.0f} %"
 
 
+def _ms_each(cpu: float, load: Load) -> str:
+    """CPU per request in ms: what transfers from a shared machine to a quiet one."""
+    return f"{1000 * cpu / max(load.requests, 1):.2f} ms"
+
+
 def report(runs: list[Run], target_ms: float) -> None:
     """Print the tables, and whether every action's steady p99 is within `target_ms`."""
-    base = next((r for r in runs if r.name.startswith("sqlite")), runs[0])
+    base = next((r for r in runs if r.name.startswith("sqlite")), None)  # none: no ratios
     actions = [*REVIEWER_ACTIONS, *AGENT_ACTIONS]
     for r in runs:
-        if r is base:
+        if r is base and len(runs) > 1:
             continue
-        print(f"\n### {r.name} vs {base.name}, steady load (ms)\n")
+        print(f"\n### {r.name}{f' vs {base.name}' if base else ''}, steady load (ms)\n")
         print("| action | n | p50 | p99 | sqlite p50 | sqlite p99 | p50 ratio | p99 ratio |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for a in actions:
-            mine, theirs = r.load.times.get(a, []), base.load.times.get(a, [])
+            mine, theirs = r.load.times.get(a, []), base.load.times.get(a, []) if base else []
             ratios = (
                 [f"{p(mine, q) / p(theirs, q):.2f}" for q in (50, 99)]
                 if mine and theirs
@@ -696,11 +687,13 @@ def report(runs: list[Run], target_ms: float) -> None:
     print("\n### Writes and CPU (steady load)\n")
     print(
         "| run | requests/s | writes acknowledged | found | lost | unanswered (found) "
-        f"| failovers | errors | client CPU | servers CPU | PostgreSQL CPU | machine CPU "
+        f"| failovers | errors | client CPU | servers CPU | servers' CPU per request "
+        "| PostgreSQL CPU | its CPU per request | machine CPU "
         f"| COMMITs over {SLOW_COMMIT_MS} ms, burst included (slowest) |"
     )
     print(
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: |"
     )
     for r in runs:
         c, load = r.check, r.load
@@ -710,7 +703,8 @@ def report(runs: list[Run], target_ms: float) -> None:
             f"| {r.name} | {load.requests / load.seconds:.0f} | {c.acked} | {c.acked - len(c.lost)} "
             f"| {len(c.lost)} | {c.unanswered} ({c.unanswered_found}) | {load.failovers} "
             f"| {said} | {_pct(load.client_cpu, load.seconds)} "
-            f"| {_pct(load.server_cpu, load.seconds)} | {_pct(load.db_cpu, load.seconds)} "
+            f"| {_pct(load.server_cpu, load.seconds)} | {_ms_each(load.server_cpu, load)} "
+            f"| {_pct(load.db_cpu, load.seconds)} | {_ms_each(load.db_cpu, load)} "
             f"| {_pct(load.machine_cpu, load.seconds)} "
             f"| {_slow(r.slow_commits)} |"
         )

@@ -26,15 +26,14 @@ import contextlib
 import functools
 import logging
 import os
-import re
 import select
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from .. import schema
+from .. import schema, tokencheck
 from ..errors import (
     AnnotateError,
     NewerSchemaError,
@@ -44,12 +43,21 @@ from ..errors import (
     StoreFullError,
     StoreReadOnlyError,
     StoreUnreachableError,
-    ValidationError,
 )
 from ..fields import ANNOTATION, PAGE_NOTE
 from .interface import BUSY_TIMEOUT_S, ExportRows, Rows, now
 from .pgurl import redact
 from .postgres_schema import Migrator
+from .postgres_values import (
+    Many,
+    Result,
+    Row,
+    bind,
+    json_paths,
+    postgres_sql,
+    read_result,
+    row_class,
+)
 
 __all__ = ["CHANNEL", "PostgresBackend", "postgres_sql", "redact"]
 
@@ -66,84 +74,6 @@ EXTRA = (
     "pip install 'mkdocs-annotate[postgres]' (in a checkout of mkdocs-annotate: "
     "pip install -e '.[postgres]')"
 )
-
-
-_LITERAL = re.compile(r"('(?:[^']|'')*')")
-_JSON_PATH = re.compile(r"json_extract\((\w+), '\$\.(\w+)'\)")
-
-
-def _json_paths(sql: str) -> str:
-    """SQLite's `json_extract(column, '$.key')` of the field table's SQL as PostgreSQL spells it
-    (the export reads strings only, which both give as text)."""
-    return _JSON_PATH.sub(r"(\1::json ->> '\2')", sql)
-
-
-@functools.lru_cache(maxsize=1024)
-def postgres_sql(sql: str) -> str:
-    """A statement's `?` placeholders bound as psycopg's `%s` (a literal `%` is doubled); text
-    inside quotes is left alone. Nothing else is rewritten: where the dialects differ, the
-    statement takes the backend's piece by name (`same`, `differs`)."""
-    out = []
-    for i, part in enumerate(_LITERAL.split(sql)):
-        part = part.replace("%", "%%")
-        out.append(part.replace("?", "%s") if i % 2 == 0 else part)
-    return "".join(out)
-
-
-class Row(tuple[Any, ...]):
-    """A row read by index or by column name (the store's rows answer both ways)."""
-
-    __slots__ = ()
-    _index: ClassVar[dict[str, int]] = {}
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._index[key])
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        return list(self._index)
-
-
-@functools.lru_cache(maxsize=256)
-def _row_class(names: tuple[str, ...]) -> type[Row]:
-    return type("Row", (Row,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
-
-
-def _params(params: Any) -> Any:
-    if isinstance(params, dict):
-        return params
-    for p in params or ():
-        # PostgreSQL's text takes no NUL (SQLite's does): bad input, not a database failure.
-        if isinstance(p, str) and "\x00" in p:
-            raise ValidationError("Text must not contain NUL characters")
-    # Booleans are stored as 0/1 on both backends (annotate/schema.py).
-    return tuple(int(p) if isinstance(p, bool) else p for p in params or ())
-
-
-class Many(list[Any]):
-    """The rows of values of an `executemany` queued in a transaction's batch."""
-
-    __slots__ = ()
-
-
-# What a statement answered: its column names (None: no rows), the rows it touched, its rows.
-Result = tuple[tuple[str, ...] | None, int, list[tuple[Any, ...]]]
-
-
-def _names(raw: Any) -> tuple[str, ...] | None:
-    """The result's column names, None when it has no rows: read off the result itself, since
-    psycopg's `description` builds a `Column` object per column on each read (50 us for 40
-    columns, twice a statement; issue #31)."""
-    res = raw.pgresult
-    if res is None or res.nfields == 0:
-        return None
-    return tuple(res.fname(i).decode() for i in range(res.nfields))
-
-
-def _result(raw: Any) -> Result:
-    names = _names(raw)
-    return names, raw.rowcount, raw.fetchall() if names is not None else []
 
 
 class Cursor:
@@ -163,11 +93,11 @@ class Cursor:
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
         self._done = None
         if self._conn.batching:
-            self._conn.send_later(self, postgres_sql(sql), _params(params))
+            self._conn.send_later(self, postgres_sql(sql), bind(params))
             return self
         try:
-            self._raw.execute(postgres_sql(sql), _params(params))
-            self._done = _result(self._raw)
+            self._raw.execute(postgres_sql(sql), bind(params))
+            self._done = read_result(self._raw)
         except _psycopg().Error as e:
             raise self._conn.fail(e) from None
         return self
@@ -178,11 +108,11 @@ class Cursor:
             # One entry of the batch: psycopg's executemany, which converts the statement once
             # and sends each row's values to it prepared (issue #31: a bulk import's, a page's
             # re-located notes).
-            self._conn.send_later(None, postgres_sql(sql), Many(_params(r) for r in rows))
+            self._conn.send_later(None, postgres_sql(sql), Many(bind(r) for r in rows))
             self._done = (None, -1, [])  # how many rows: not known (DB-API's -1)
             return self
         try:
-            self._raw.executemany(postgres_sql(sql), [_params(r) for r in rows])
+            self._raw.executemany(postgres_sql(sql), [bind(r) for r in rows])
             self._done = (None, self._raw.rowcount, [])
         except _psycopg().Error as e:
             raise self._conn.fail(e) from None
@@ -210,7 +140,7 @@ class Cursor:
         del rows[: len(taken)]
         if self.row_factory is None or not taken:
             return taken
-        cls = _row_class(description)
+        cls = row_class(description)
         return [cls(r) for r in taken]
 
     def fetchall(self) -> list[Any]:
@@ -238,6 +168,8 @@ class Connection:
         self._batch: list[tuple[Cursor | None, str, Any]] | None = None
         self._opening = 0
         self.sent = False  # something of this transaction reached the server
+        # The request's token check (annotate/tokencheck.py) its first round trip carries.
+        self.check: tokencheck.Check | None = None
         # The error of the statement of this transaction that failed (raised already).
         self.failure: AnnotateError | None = None
         # A statement failed inside a pipeline: psycopg's cache of prepared statements may name
@@ -263,9 +195,17 @@ class Connection:
         return self._batch is not None
 
     def begin(self, *statements: str) -> None:
-        """Start queueing: `statements` open the transaction, sent with its first read."""
+        """Start queueing: `statements` open the transaction, sent with its first read, and so
+        does the request's token check when one is due (`tokencheck`)."""
         self._batch = [(None, s, None) for s in statements]
-        self._opening = len(statements)
+        self.check = tokencheck.due()
+        if self.check is not None:
+            # Right after BEGIN: before the write lock, so that a refused token never waits
+            # for it, nor holds it longer.
+            self._batch.insert(
+                min(1, len(self._batch)), (None, tokencheck.CARRY_SQL, (self.check.digest,))
+            )
+        self._opening = len(self._batch)
         self.sent = False
         self.failure = None
         self.spoiled = False
@@ -278,6 +218,7 @@ class Connection:
 
     def end(self) -> None:
         self._batch = None
+        self.check = None
 
     def fail(self, error: BaseException) -> AnnotateError:
         """The library error for a failed statement; the transaction is lost."""
@@ -297,6 +238,7 @@ class Connection:
             return
         self._batch = []
         self.sent = True
+        check, self.check = self.check, None
         psycopg = _psycopg()
         raws = [self._raw.cursor() for _ in batch]
         first: BaseException | None = None
@@ -321,10 +263,16 @@ class Connection:
             first = first or e  # after the first error, only the skipped ones
         if first is not None:
             self.spoiled = piped
+            refusal = tokencheck.refused(check, getattr(first, "sqlstate", None))
+            if refusal is not None:
+                self.failure = refusal
+                raise refusal from None
             raise self.fail(first) from None
+        if check is not None:
+            check.done = True
         for raw, (cursor, _, _) in zip(raws, batch, strict=True):
             if cursor is not None:
-                cursor._done = _result(raw)
+                cursor._done = read_result(raw)
 
 
 class _OneShot:
@@ -341,6 +289,9 @@ class _OneShot:
         return self.cursor().execute(sql, params)
 
     def executemany(self, sql: str, rows: Any) -> Any:
+        check = tokencheck.due()
+        if check is not None:
+            check.run()  # before a write that commits on its own
         with self._owner._borrow() as conn:
             return conn.executemany(sql, rows)
 
@@ -359,9 +310,20 @@ class _OneShotCursor:
         with self._owner._borrow() as conn:
             cur = conn.cursor()
             cur.row_factory = self.row_factory
-            cur.execute(sql, params)
-            self._rows = cur.fetchall()
-            self.description, self.rowcount = cur.description, cur.rowcount
+            carrying = tokencheck.due() is not None
+            if carrying:
+                # The request's token check and this statement in one pipeline: one implicit
+                # transaction, in which a refused check skips the statement.
+                conn.begin()
+            try:
+                cur.execute(sql, params)
+                self._rows = cur.fetchall()
+                self.description, self.rowcount = cur.description, cur.rowcount
+            finally:
+                if carrying:
+                    conn.end()
+                    if conn.spoiled:
+                        conn._raw.close()  # the pool replaces it (`Connection.spoiled`)
         return self
 
     def fetchall(self) -> list[Any]:
@@ -637,9 +599,9 @@ class PostgresBackend:
         times the whole export at 100k notes (issue #31)."""
         sent = [
             self.send(conn, "SELECT parent_id, role, message FROM replies ORDER BY rowid", ()),
-            self.send(conn, f"SELECT {_json_paths(ANNOTATION.select)} FROM annotations{where} "
+            self.send(conn, f"SELECT {json_paths(ANNOTATION.select)} FROM annotations{where} "
                       "ORDER BY rowid", ()),
-            self.send(conn, f"SELECT {_json_paths(PAGE_NOTE.select)} FROM page_notes{where} "
+            self.send(conn, f"SELECT {json_paths(PAGE_NOTE.select)} FROM page_notes{where} "
                       "ORDER BY rowid", ()),
         ]  # fmt: skip
         replies: dict[str, list[tuple[str, str]]] = {}

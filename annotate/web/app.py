@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -51,7 +50,7 @@ from .responses import (
     error_response,
     json_bytes_response,
 )
-from .security import SIGNIN_PATH, CatchAll, Guard
+from .security import SIGNIN_PATH, CatchAll, Guard, in_thread
 from .signin import Settings
 from .static import OverlayFiles, SiteFiles, find_overlay_dir, overlay_snippet
 
@@ -228,11 +227,6 @@ class Api:
         self.feed = feed
         self.anchors = Anchors(store)
 
-    async def _write(self, fn: Callable[..., Any], *args: Any) -> Any:
-        # Concurrent writers of this process queue on the store's per-file write lock, not in
-        # SQLite's busy handler (which sleeps in steps of up to 100 ms).
-        return await run_in_threadpool(fn, *args)
-
     # annotations
 
     async def list_annotations(self, request: Request) -> Response:
@@ -242,7 +236,7 @@ class Api:
         kind = request.query_params.get("type")
         anchor = _list(request, "anchorState")
         resolved = _bool(request, "includeResolved")
-        items = await run_in_threadpool(
+        items = await in_thread(
             functools.partial(
                 self.store.list_annotations,
                 page,
@@ -259,15 +253,13 @@ class Api:
     async def create_annotation(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(
-            functools.partial(self.store.add_annotation, data, by=_by(request))
-        )
+        item = await in_thread(functools.partial(self.store.add_annotation, data, by=_by(request)))
         return _created(item.to_dict(), f"{API}/annotations/{item.id}")
 
     async def get_annotation(self, request: Request) -> Response:
         _allow(request)
         id = request.path_params["id"]
-        item = await run_in_threadpool(self.store.get_annotation, id)
+        item = await in_thread(self.store.get_annotation, id)
         if not isinstance(item, Annotation):
             raise AnnotationNotFound(id)  # a page note's route is page-notes/{id}
         return JsonResponse(item.to_dict())
@@ -275,7 +267,7 @@ class Api:
     async def edit_annotation(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(
+        item = await in_thread(
             functools.partial(
                 self.store.edit_annotation, request.path_params["id"], data, by=_by(request)
             )
@@ -284,7 +276,7 @@ class Api:
 
     async def delete_annotation(self, request: Request) -> Response:
         _allow(request)
-        await self._write(
+        await in_thread(
             functools.partial(
                 self.store.delete, request.path_params["id"], kind="annotation", by=_by(request)
             )
@@ -300,7 +292,7 @@ class Api:
         id = request.path_params["id"]
         role = data.get("role", "reviewer")
 
-        item = await self._write(
+        item = await in_thread(
             functools.partial(
                 self.store.add_reply,
                 id,
@@ -347,7 +339,7 @@ class Api:
             call = functools.partial(self.store.accept, id, kind=kind, by=by)
         else:
             call = functools.partial(self.store.reopen, id, data.get("note"), kind=kind, by=by)
-        item = await self._write(call)
+        item = await in_thread(call)
         return JsonResponse(item.to_dict())
 
     # page notes
@@ -357,7 +349,7 @@ class Api:
         page = _page(request)
         status = _statuses(request)
         resolved = _bool(request, "includeResolved")
-        items = await run_in_threadpool(
+        items = await in_thread(
             functools.partial(
                 self.store.list_page_notes,
                 page,
@@ -371,18 +363,18 @@ class Api:
     async def create_page_note(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(functools.partial(self.store.add_page_note, data, by=_by(request)))
+        item = await in_thread(functools.partial(self.store.add_page_note, data, by=_by(request)))
         return _created(item.to_dict(), f"{API}/page-notes/{item.id}")
 
     async def get_page_note(self, request: Request) -> Response:
         _allow(request)
-        item = await run_in_threadpool(self.store.get_page_note, request.path_params["id"])
+        item = await in_thread(self.store.get_page_note, request.path_params["id"])
         return JsonResponse(item.to_dict())
 
     async def edit_page_note(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        item = await self._write(
+        item = await in_thread(
             functools.partial(
                 self.store.edit_page_note, request.path_params["id"], data, by=_by(request)
             )
@@ -391,7 +383,7 @@ class Api:
 
     async def delete_page_note(self, request: Request) -> Response:
         _allow(request)
-        await self._write(
+        await in_thread(
             functools.partial(
                 self.store.delete, request.path_params["id"], kind="page_note", by=_by(request)
             )
@@ -403,25 +395,23 @@ class Api:
     async def list_reviews(self, request: Request) -> Response:
         _allow(request, "pending")
         pending = _bool(request, "pending")
-        items = await run_in_threadpool(self.store.list_reviews, pending_only=pending)
+        items = await in_thread(self.store.list_reviews, pending_only=pending)
         return JsonResponse({"reviews": [r.to_dict() for r in items]})
 
     async def create_review(self, request: Request) -> Response:
         _allow(request)
         data = await _json_body(request)
-        review = await self._write(
-            functools.partial(self.store.create_review, data, by=_by(request))
-        )
+        review = await in_thread(functools.partial(self.store.create_review, data, by=_by(request)))
         return _created(review.to_dict(), f"{API}/reviews/{review.id}")
 
     async def get_review(self, request: Request) -> Response:
         _allow(request)
-        review = await run_in_threadpool(self.store.get_review, request.path_params["id"])
+        review = await in_thread(self.store.get_review, request.path_params["id"])
         return JsonResponse(review.to_dict())
 
     async def review_changes(self, request: Request) -> Response:
         _allow(request)
-        got = await run_in_threadpool(self.store.reviews.changes, request.path_params["id"])
+        got = await in_thread(self.store.reviews.changes, request.path_params["id"])
         return JsonResponse(got)
 
     # reading
@@ -438,7 +428,7 @@ class Api:
         if not isinstance(resolved, bool):
             raise ValidationError("includeResolved must be true or false", "includeResolved")
 
-        answer, same = await run_in_threadpool(self.anchors.locate, page_url, text, resolved)
+        answer, same = await in_thread(self.anchors.locate, page_url, text, resolved)
         # After the answer: the Markdown parsed (again, if it left the cache) for the first note,
         # a new text indexed by lines for its next version; a reload skips it (`Anchors.due`).
         due = self.anchors.due(page_url, same)
@@ -459,7 +449,7 @@ class Api:
             if "includeResolved" not in request.query_params
             else _bool(request, "includeResolved")
         )
-        text = await run_in_threadpool(
+        text = await in_thread(
             functools.partial(export.render, self.store, fmt, include_resolved=include)
         )
         media = {
@@ -474,12 +464,12 @@ class Api:
         since = _int(request, "since")
         timeout = _seconds(request, "timeout", self.feed.timeout)
         if since is None:
-            _, cursor = await run_in_threadpool(self.store.changes, 0, 0)
+            _, cursor = await in_thread(self.store.changes, 0, 0)
             return JsonResponse({"events": [], "cursor": cursor})
-        events, cursor = await run_in_threadpool(self.store.changes, since)
+        events, cursor = await in_thread(self.store.changes, since)
         if not events and timeout > 0:
             await self.feed.wait(cursor, timeout, request)
-            events, cursor = await run_in_threadpool(self.store.changes, since)
+            events, cursor = await in_thread(self.store.changes, since)
         return JsonResponse({"events": events, "cursor": cursor})
 
     async def shown(self, request: Request) -> Response:
@@ -488,21 +478,21 @@ class Api:
         data = await _json_body(request)
         _fields(data, ("seq", "viewer", "pageUrl"), "acknowledgement")
         viewer = data.get("viewer", new_id("v"))  # no id: a view that counts each time
-        counted = await self._write(
+        counted = await in_thread(
             self.store.acknowledge_show, data.get("seq"), viewer, data.get("pageUrl")
         )
         return JsonResponse({"seq": data.get("seq"), "counted": counted})
 
     async def summary(self, request: Request) -> Response:
         _allow(request, "branch")
-        summary = await run_in_threadpool(
+        summary = await in_thread(
             functools.partial(self.store.summary, branch=request.query_params.get("branch"))
         )
         return JsonResponse(summary.to_dict())
 
     async def history(self, request: Request) -> Response:
         _allow(request)
-        entries = await run_in_threadpool(
+        entries = await in_thread(
             functools.partial(self.store.history, request.path_params["id"], kind=_kind(request))
         )
         return JsonResponse({"history": [e.to_dict() for e in entries]})
@@ -511,7 +501,7 @@ class Api:
 
     async def get_screenshot(self, request: Request) -> Response:
         _allow(request)
-        shot = await run_in_threadpool(
+        shot = await in_thread(
             functools.partial(
                 self.store.screenshots.get, request.path_params["id"], kind=_kind(request)
             )
@@ -525,7 +515,7 @@ class Api:
 
     async def put_screenshot(self, request: Request) -> Response:
         _allow(request)
-        shot = await self._write(
+        shot = await in_thread(
             functools.partial(
                 self.store.screenshots.attach,
                 request.path_params["id"],
@@ -538,7 +528,7 @@ class Api:
 
     async def delete_screenshot(self, request: Request) -> Response:
         _allow(request)
-        await self._write(
+        await in_thread(
             functools.partial(
                 self.store.screenshots.delete,
                 request.path_params["id"],
@@ -550,7 +540,7 @@ class Api:
 
     async def list_screenshots(self, request: Request) -> Response:
         _allow(request)
-        shots = await run_in_threadpool(self.store.screenshots.list)
+        shots = await in_thread(self.store.screenshots.list)
         return JsonResponse({"screenshots": [s.to_dict() for s in shots.values()]})
 
 
@@ -681,7 +671,7 @@ def create_app(
             )
 
         return HTMLResponse(
-            await run_in_threadpool(call),
+            await in_thread(call),
             headers={
                 "Content-Security-Policy": review_page.CSP,
                 "X-Content-Type-Options": "nosniff",

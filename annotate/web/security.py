@@ -36,8 +36,9 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .. import tokencheck
 from ..errors import AnnotateError, ValidationError
-from ..identity import Person, person_name
+from ..identity import Person, hash_token, person_name
 from .responses import (
     FORBIDDEN,
     FORBIDDEN_HOST,
@@ -65,6 +66,7 @@ __all__ = [
     "Identify",
     "allow_header",
     "host_name",
+    "in_thread",
     "is_loopback",
     "read_body",
     "replay",
@@ -100,7 +102,9 @@ PUBLIC_PREFIX = "/__annotate/overlay/"
 DEFAULT_PROXIES = ("127.0.0.1", "::1")
 # A read answering this long after it was let in identifies its caller again (`Guard._recheck`).
 RECHECK_AFTER_S = 1.0
-REVOKED = "Unknown or revoked token"
+REVOKED = tokencheck.REVOKED
+# Tokens whose person `Identify` remembers (their check still runs on every request).
+KNOWN_MAX = 4096
 
 
 def host_name(value: str) -> str | None:
@@ -171,6 +175,11 @@ class Identify:
     trusted, even beside a valid token; a personal token in `Authorization: Bearer`; the sign-in
     cookie. `verify(token)` gives the token's person (`Store.person_for_token`); header names in
     `maintainers` are maintainers, the others reviewers.
+
+    With `live` (`People.live`), a token's person is remembered once verified: the Guard's next
+    request with it goes on at once and leaves a `tokencheck.Check` for the request's first
+    round trip to carry (`carried`: the backend does, PostgreSQL), or for the route to make in
+    its own thread-pool call, so no request waits for a thread of its own to read the token.
     """
 
     def __init__(
@@ -181,10 +190,16 @@ class Identify:
         trusted: Iterable[str] = DEFAULT_PROXIES,
         maintainers: Iterable[str] = (),
         secure: bool = False,
+        live: Callable[[str], bool] | None = None,
+        carried: bool = False,
     ) -> None:
         """`secure`: browsers reach the server over https (an https `--public-url`), where only
         the `__Host-` cookie counts."""
         self.verify = verify
+        self.live = live
+        self.carried = carried
+        # Token SHA-256 -> its person: a live token's hash always names the same one.
+        self._known: dict[str, Person] = {}
         self.header = header.strip() if header else None
         self.trusted = tuple(trusted_network(a) for a in trusted)
         self.maintainers = frozenset(unicodedata.normalize("NFC", m) for m in maintainers)
@@ -215,8 +230,11 @@ class Identify:
             )
         return None
 
-    async def __call__(self, scope: Scope, headers: Headers) -> Person | tuple[Any, ...] | None:
-        """The person, a refusal (401), or None when the request names nobody."""
+    async def __call__(
+        self, scope: Scope, headers: Headers, *, remembered: bool = False
+    ) -> Person | tuple[Any, ...] | None:
+        """The person, a refusal (401), or None when the request names nobody. `remembered`:
+        a token verified before is taken at once, its check left to the request (see above)."""
         if self.header and self.header in headers:
             found = self._from_header(headers.getlist(self.header))
             if found is not None:
@@ -226,7 +244,7 @@ class Identify:
             scheme, _, token = sent.strip().partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 return (401, UNAUTHORIZED, "Authorization must be 'Bearer' and a personal token")
-            found = await run_in_threadpool(self.verify, token.strip())
+            found = await self._token(token.strip(), remembered)
             if found is None:
                 # Never the token itself: error answers end up in logs.
                 return (401, UNAUTHORIZED, REVOKED)
@@ -237,8 +255,30 @@ class Identify:
         https = self.secure or scope.get("scheme") in ("https", "wss")
         for name in COOKIES[:1] if https else COOKIES:
             if cookies.get(name):
-                return await run_in_threadpool(self.verify, cookies[name])
+                return await self._token(cookies[name], remembered)
         return None
+
+    async def _token(self, token: str, remembered: bool) -> Person | None:
+        if self.live is None:
+            return await run_in_threadpool(self.verify, token)
+        digest = hash_token(token)
+        person = self._known.get(digest) if remembered else None
+        if person is not None:
+            tokencheck.PENDING.set(
+                tokencheck.Check(digest, self.live, self._forget, carried=self.carried)
+            )
+            return person
+        found = await run_in_threadpool(self.verify, token)
+        if found is None:
+            self._forget(digest)
+        else:
+            if len(self._known) >= KNOWN_MAX:
+                self._known.clear()  # one call: `_forget` may run in a thread meanwhile
+            self._known[digest] = found
+        return found
+
+    def _forget(self, digest: str) -> None:
+        self._known.pop(digest, None)
 
     def _from_header(self, values: list[str]) -> Person | tuple[Any, ...] | None:
         """The person the identity header names, a refusal, or None when it is blank."""
@@ -340,6 +380,8 @@ class Guard:
             person = scope.get("state", {}).get("person") if scope["type"] == "http" else None
             if person is not None and scope["method"] in READ_METHODS:
                 send = self._recheck(scope, headers, send)
+            if person is not None and tokencheck.due() is not None:
+                send = _checked(scope, send)
             await self.app(scope, receive, send)
             return
         status, code, message, *extra = refusal
@@ -411,7 +453,8 @@ class Guard:
         if refusal is not None:
             return refusal
         try:
-            found = await self.identify(scope, headers)
+            # A page is identified again each time: a refused one goes to the sign-in page.
+            found = await self.identify(scope, headers, remembered=is_api)
         except AnnotateError as e:
             # The token lookup failed (PostgreSQL down: StoreUnreachableError): the answer the
             # routes give for it, 503, rather than a 500 and a traceback for every request.
@@ -505,6 +548,47 @@ class Guard:
                     f"Request bodies must be application/json (UTF-8), got {shown!r}",
                 )
         return None
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` in the thread pool, with the request's token check
+    (annotate/tokencheck.py) in the same call: before `fn` unless its first round trip carries
+    it, after it when none did. The routes' one thread-pool call a request (annotate/web/app.py):
+    a hop of its own for the check would cost as much CPU again as the query (issue #31)."""
+    check = tokencheck.due()
+    if check is None:
+        return await run_in_threadpool(fn, *args, **kwargs)
+
+    def checked() -> Any:
+        if not check.carried:
+            check.run()
+        answer = fn(*args, **kwargs)
+        check.run()  # nothing when a round trip of `fn` made it
+        return answer
+
+    return await run_in_threadpool(checked)
+
+
+def _checked(scope: Scope, send: Send) -> Send:
+    """`send` that makes the request's token check before its answer when no round trip of the
+    route carried it (a page, a route that read nothing): 401 instead when it is refused."""
+    refused = False
+
+    async def checked(message: Message) -> None:
+        nonlocal refused
+        if refused:
+            return
+        check = tokencheck.due()
+        if message["type"] == "http.response.start" and check is not None:
+            try:
+                await run_in_threadpool(check.run)
+            except AnnotateError as e:
+                refused = True
+                await error_response(e.http_status, e.code, e.public)(scope, _no_body, send)
+                return
+        await send(message)
+
+    return checked
 
 
 async def _no_body() -> Message:

@@ -110,6 +110,9 @@ def identify(settings: Settings, store: Store) -> Identify:
         trusted=settings.trusted_proxies,
         maintainers=settings.maintainers,
         secure=settings.secure,
+        live=store.people.live,
+        # PostgreSQL sends the check with the request's first statement (annotate/tokencheck.py).
+        carried=store.dialect == "postgresql",
     )
 
 
