@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-__all__ = ["TABLE", "LineKey", "collect", "convert", "create", "fetch", "keep", "key"]
+__all__ = ["TABLE", "LineKey", "collect", "convert", "create", "fetch", "keep", "key", "succeed"]
 
 TABLE = "line_versions"
 # 12 bytes of BLAKE2b, 16 characters of base64: two versions of a project's files sharing a key
@@ -66,7 +66,7 @@ def create(db: Any) -> None:
     """The table, in a migration (annotate/schema.py: SQL both backends accept)."""
     db.execute(
         f"CREATE TABLE {TABLE} (key TEXT PRIMARY KEY, path TEXT NOT NULL, lines TEXT NOT NULL, "
-        "mtime DOUBLE PRECISION)"
+        "mtime DOUBLE PRECISION, next TEXT)"
     )
     db.execute(f"CREATE INDEX idx_{TABLE}_path ON {TABLE} (path)")
 
@@ -105,8 +105,29 @@ def keep(conn: Connection, seen: Mapping[LineKey, float | None]) -> None:
         )
 
 
+# The notes `succeed` speaks for: a text note anchored in the Markdown itself (the notes whose
+# lines annotate/linemove.py carries), of this version (by the `source_path` index).
+_SAME = (
+    "SELECT count(*) FROM annotations WHERE source_path = ? AND source_lines = ? "
+    "AND type = 'text' AND anchor_state = 'anchored' AND source_kind IS NULL"
+)
+
+
+def succeed(conn: Connection, unmoved: Mapping[str, tuple[LineKey, int]]) -> None:
+    """Record that the notes of each version of `unmoved` are where they were in the version it
+    names (`next`): the edit did not touch them (annotate/linemove.py), so their rows are not
+    written. Only when they are all the notes of that version there are now (the count the plan
+    found): a note the plan did not see may be one the edit touched."""
+    if unmoved:
+        conn.executemany(
+            f"UPDATE {TABLE} SET next = ? WHERE key = ? AND ({_SAME}) = ?",
+            [(now, was, now.path, was, n) for was, (now, n) in unmoved.items()],
+        )
+
+
 def collect(conn: Connection, current: Iterable[LineKey]) -> None:
-    """Drop the versions of the files of `current` that no note points at, but `current`'s."""
+    """Drop the versions of the files of `current` that no note points at, but `current`'s
+    (a version that only another's `next` names goes: that one's notes are then searched)."""
     rows = [(k.path, k) for k in current]
     if rows:
         conn.executemany(

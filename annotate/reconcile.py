@@ -82,6 +82,9 @@ class Locator:
     # The versions of files this pass found notes in, with the mtime each was read with: to be
     # written with the notes (lineversions.keep).
     seen: dict[LineKey, float] = field(default_factory=dict)
+    # Version key -> the version its notes the edit did not touch are at now, and how many such
+    # notes this pass found (their rows are not written: lineversions.succeed).
+    unmoved: dict[str, tuple[LineKey, int]] = field(default_factory=dict)
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
@@ -270,8 +273,14 @@ def _plan_row(
         change["anchored_on"] = newer.anchored_on
     elif not force and path == current and (moved := _line_moved(row, text, locator)) is not None:
         # The edit did not touch its lines: moved by the diff, no search.
-        locator.keep(moved["source_lines"], mtime)
-        return change | moved
+        now = locator.keep(moved["source_lines"], mtime)
+        if len(moved) > 1:
+            return change | moved
+        # Not even moved: its row is left as it is, its version's row names the version it is
+        # at now (`Locator.unmoved`), one write a file.
+        n = locator.unmoved.get(row["source_lines"], (now, 0))[1]
+        locator.unmoved[row["source_lines"]] = (now, n + 1)
+        return None
     match = _element_source(text, row) if element else locate_source(text, row)[0]
     # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
     # never re-pointed at a directive near where it was.

@@ -66,16 +66,18 @@ def _plan_chunk(
     lines: dict[str, str],
     build: Build | None,
     force: bool,
-) -> tuple[dict[str, dict[str, Any]], dict[LineKey, float]]:
-    """`reconcile.plan` in a worker process, and the file versions it saw: the pages' records
-    and the line hashes of the versions the rows keep come along as dicts."""
+) -> tuple[dict[str, dict[str, Any]], dict[LineKey, float], dict[str, tuple[LineKey, int]]]:
+    """`reconcile.plan` in a worker process, the file versions it saw and its notes the edits
+    did not touch (`Locator.unmoved`): the pages' records and the line hashes of the versions
+    the rows keep come along as dicts."""
     locator = reconcile.Locator(
         project,
         registered=registered.get,
         page_objects=objects.get,
         lines_of=lambda keys: {k: lines[k] for k in keys if k in lines},
     )
-    return reconcile.plan(rows, locator, force=force, build=build), locator.seen
+    planned = reconcile.plan(rows, locator, force=force, build=build)
+    return planned, locator.seen, locator.unmoved
 
 
 def plan_parallel(
@@ -87,10 +89,11 @@ def plan_parallel(
     workers: int,
     build: Build | None = None,
     force: bool = False,
-) -> tuple[dict[str, dict[str, Any]], dict[LineKey, float]]:
+) -> tuple[dict[str, dict[str, Any]], dict[LineKey, float], dict[str, tuple[LineKey, int]]]:
     """`reconcile.plan` of `rows` on `workers` processes, each given whole files (`pages`: each
     page URL's registered file and generated objects, as the `pages` table holds them; `lines`:
-    the line hashes of the file versions the rows keep), and the file versions they saw."""
+    the line hashes of the file versions the rows keep), the file versions they saw and their
+    notes the edits did not touch (`Locator.unmoved`)."""
     registered = {url: src for url, (src, _) in pages.items()}
     objects: dict[str, list[Any]] = {}
     for url, (_, generated) in pages.items():
@@ -115,11 +118,15 @@ def plan_parallel(
                 futures.append(pool.submit(_plan_chunk, *args))
         planned: dict[str, dict[str, Any]] = {}
         seen: dict[LineKey, float] = {}
+        unmoved: dict[str, tuple[LineKey, int]] = {}
         for future in futures:
-            done, saw = future.result()
+            done, saw, still = future.result()
             planned.update(done)
             seen.update(saw)
-    return {row["id"]: planned[row["id"]] for row in rows if row["id"] in planned}, seen
+            for was, (now, n) in still.items():  # a file's notes are all in one chunk
+                unmoved[was] = (now, n + unmoved.get(was, (now, 0))[1])
+    ordered = {row["id"]: planned[row["id"]] for row in rows if row["id"] in planned}
+    return ordered, seen, unmoved
 
 
 class Sources(Protocol):

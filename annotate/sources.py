@@ -54,6 +54,16 @@ ORIGINAL_COLUMNS = {
 }
 # What a re-location plan was made from: written only if these are still what it read.
 GUARD_COLUMNS = ("replaced_text", "source_file", "source_mtime", "quote_exact", "anchor_state")
+# What a re-location plan reads of a note (annotate/reconcile.py) and `reconcile.changed`
+# compares: not the note's text, its lifecycle or its excerpts, which a read after an edit would
+# fetch only to drop (issue #31).
+PLAN_COLUMNS = (
+    "id", "page_url", "type", "anchor_state", "anchor_score", "anchored_on", "build_branch",
+    "build_commit", "replaced_text", "selected_text", "quote_exact", "quote_prefix",
+    "quote_suffix", "in_code", "occurrence", "element_selector", "source_file", "source_mtime",
+    "source_path", "source_line_start", "source_line_end", "source_kind", "source_object",
+    "source_lines",
+)  # fmt: skip
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
@@ -161,33 +171,40 @@ class Sources:
             behind_params = [build.branch, build.commit]
             any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
         pending = f"max(CASE WHEN anchor_state = '{reconcile.PENDING}' THEN 1 ELSE 0 END)"
-        # The version's row (its mtime) joined to the groups, not to the rows: a lookup a group.
+        # The version's row (its mtime, the version its notes are at since an edit that did not
+        # touch them, and that one's mtime) joined to the groups, not to the rows.
+        table = lineversions.TABLE
         groups = conn.execute(
-            f"SELECT g.*, v.mtime FROM (SELECT source_file, source_mtime, {any_behind} AS late, "
-            f"{pending} AS pending, count(*) AS n, {SAME_TEXT} AS version {live} "
-            "GROUP BY source_file, source_mtime, version) AS g "
-            f"LEFT JOIN {lineversions.TABLE} AS v ON v.key = g.version",
+            f"SELECT g.*, v.mtime, v.next, w.mtime FROM (SELECT source_file, source_mtime, "
+            f"{any_behind} AS late, {pending} AS pending, count(*) AS n, {SAME_TEXT} AS version "
+            f"{live} GROUP BY source_file, source_mtime, version) AS g "
+            f"LEFT JOIN {table} AS v ON v.key = g.version LEFT JOIN {table} AS w ON w.key = v.next",
             [*behind_params, *params],
         ).fetchall()
         if not groups:
             return None
         locator = self.locator()
         changed: set[str | None] = set()
-        for f, mtime, _, left, _, version, seen in groups:
+        for f, mtime, _, left, _, version, seen, after, after_seen in groups:
             # A pending note's file is one that changed (or a process marked it so and stopped).
             if f is None or left:
                 changed.add(f)
                 continue
             disk = locator.mtime(f)
-            if disk == mtime or (version is not None and seen == disk):
+            if disk == mtime or (disk is not None and version and disk in (seen, after_seen)):
                 continue
             text = locator.read(f) if version is not None and disk is not None else None
             now = None if text is None else locator.version(f, text)
-            if now is not None and disk is not None and now == version and saved is not None:
+            if (
+                now is not None
+                and disk is not None
+                and now in (version, after)
+                and saved is not None
+            ):
                 saved[now] = disk  # saved again as it was
             else:
                 changed.add(f)
-        moved = any(late for _, _, late, _, _, _, _ in groups)
+        moved = any(group[2] for group in groups)
         if not changed and not moved:
             return None
         files = sorted(f for f in changed if f is not None)
@@ -198,10 +215,10 @@ class Sources:
             which.append(f"({behind})")
         where = f"{live} AND ({' OR '.join(which)})"
         where_params = [*params, *files, *(behind_params if moved else [])]
-        count = sum(n for f, _, late, _, n, _, _ in groups if f in changed or late)
+        count = sum(g[4] for g in groups if g[0] in changed or g[2])
         if inline and not relocator.inline(count, len(changed)):
             return where, where_params
-        return self._tables.send(conn, f"SELECT * {where}", where_params)
+        return self._tables.send(conn, f"SELECT {', '.join(PLAN_COLUMNS)} {where}", where_params)
 
     def page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
         """The Markdown file of each page, for page notes' `source`: the plugin's record, else
@@ -325,6 +342,7 @@ class Sources:
         # A removed note's text was deleted on purpose: there is nothing to find again.
         rows = [r for r in rows if r["anchor_state"] != "removed"]
         versions = dict(saved or {})
+        unmoved: dict[str, tuple[LineKey, int]] = {}
         build = self._project.build
         if not rows:
             updates: dict[str, dict[str, Any]] = {}
@@ -334,7 +352,7 @@ class Sources:
                 records = {url: (src, made) for url, src, made in found.fetchall()}
                 kept = sorted({r["source_lines"] for r in rows if r["source_lines"]})
                 lines = lineversions.fetch(conn, kept)
-            updates, saw = relocator.plan_parallel(
+            updates, saw, unmoved = relocator.plan_parallel(
                 rows, self._project.project_dir, records, lines,
                 workers=workers, build=build, force=force,
             )  # fmt: skip
@@ -343,10 +361,12 @@ class Sources:
             locator = self.locator()
             updates = reconcile.plan(rows, locator, force=force, build=build)
             versions.update(locator.seen)
+            unmoved = locator.unmoved
         if not updates:
             if versions:
                 with self._file.transaction(write=True) as conn:
                     lineversions.keep(conn, versions)
+                    lineversions.succeed(conn, unmoved)
             return 0
         by_id = {r["id"]: r for r in rows}
         # Write only if the inputs of the plan are still current: another connection may have
@@ -369,6 +389,7 @@ class Sources:
             for columns, batch in batches.items():
                 sets = ", ".join(f"{k} = ?" for k in columns)
                 conn.executemany(f"UPDATE annotations SET {sets} WHERE id = ? AND {guard}", batch)
+            lineversions.succeed(conn, unmoved)
             lineversions.collect(
                 conn, {v["source_lines"] for v in updates.values() if v.get("source_lines")}
             )

@@ -144,3 +144,35 @@ def test_a_store_of_version_12_is_converted_on_open(project: Path, db_url: str |
     got = store.get_annotation(made[1].id)
     assert (got.anchor_state, got.source.line_start) == ("stale", 9)  # type: ignore[union-attr]
     store.close()
+
+
+def test_notes_an_edit_did_not_touch_are_not_written(project: Path, db_url: str | None) -> None:
+    """A word added to one part: the other parts' notes keep their rows (their version's row
+    names the new version), and the edits after that still carry every note."""
+    store = annotate.open(project, db=db_url)
+    made = [store.add_annotation(note(i)) for i in range(1, 7)]
+    before = dict(rows(store, "SELECT id, source_mtime FROM annotations"))
+    page = project / "docs" / "install.md"
+    # Alone, a note read by its id: its version cannot speak for the others, not looked at.
+    touch_write(page, PAGE.replace(SAYS[5], SAYS[5] + " again"))
+    assert store.get_annotation(made[0].id).source.line_start == 3  # type: ignore[union-attr]
+    assert {n for (n,) in rows(store, "SELECT next FROM line_versions")} == {None}
+    edited = PAGE.replace(SAYS[5], SAYS[5] + " first")
+    touch_write(page, edited)
+    listed = store.list_annotations("/install/")
+    assert [a.source.line_start for a in listed if a.source] == [3, 7, 11, 15, 19, 23]
+    after = dict(rows(store, "SELECT id, source_mtime FROM annotations"))
+    written = {id for id in after if after[id] != before[id]}
+    assert made[0].id not in written and len(written) < len(made)
+    now = lineversions.key("docs/install.md", line_hashes(edited))
+    old = lineversions.key("docs/install.md", line_hashes(PAGE))
+    assert (old, now) in rows(store, "SELECT key, next FROM line_versions")
+    # Read again: nothing to do (no row written, the same answer).
+    assert store.list_annotations("/install/") == listed
+    assert dict(rows(store, "SELECT id, source_mtime FROM annotations")) == after
+    # Two lines added above: every note moves, those never written included.
+    touch_write(page, "Added.\n\n" + edited)
+    listed = store.list_annotations("/install/")
+    assert [a.source.line_start for a in listed if a.source] == [5, 9, 13, 17, 21, 25]
+    assert {a.anchor_state for a in listed} == {"anchored"}
+    store.close()
