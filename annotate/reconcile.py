@@ -85,6 +85,9 @@ class Locator:
     # Version key -> the version its notes the edit did not touch are at now, and how many such
     # notes this pass found (their rows are not written: lineversions.succeed).
     unmoved: dict[str, tuple[LineKey, int]] = field(default_factory=dict)
+    # Asked once per file (or pair of versions), not once per note: a page's 200 notes share them.
+    _versions: dict[str, tuple[str, LineKey]] = field(default_factory=dict)
+    _moves: dict[tuple[str, str], linemove.Moves | None] = field(default_factory=dict)
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
@@ -115,7 +118,25 @@ class Locator:
 
     def version(self, path: str, text: str) -> LineKey:
         """The key of file `path` as `text` (no record of it)."""
-        return lineversions.key(path, line_hashes(text))
+        known = self._versions.get(path)
+        if known is not None and known[0] is text:
+            return known[1]
+        key = lineversions.key(path, line_hashes(text))
+        self._versions[path] = (text, key)
+        return key
+
+    def moves(self, was: str, path: str, text: str) -> linemove.Moves | None:
+        """The line moves from version `was` to file `path` as `text` (`linemove.moves`), None
+        when the old text is not known here or the edit is not plain prose."""
+        if (was, path) not in self._moves:
+            old = linemove.known(was)
+            found = None if old is None else linemove.moves(old, text)
+            if found is not None:
+                now = self.version(path, text)
+                if linemove.known(now) is not text:
+                    linemove.remember(now, text)
+            self._moves[was, path] = found
+        return self._moves[was, path]
 
     def keep(self, key: LineKey, mtime: float) -> LineKey:
         """Record that a note points at version `key`, read with `mtime` (`seen`)."""
@@ -263,7 +284,7 @@ def _plan_row(
     if text is None:
         return None
     change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
-    if not force and newer is None and path == current and _same_text(row, path, text):
+    if not force and newer is None and path == current and _same_text(row, path, text, locator):
         # Saved again as it was (an editor's save, a checkout back): located in this very
         # text with these very inputs, so found where it is. Its row is left as it is: the
         # version's row records the new mtime (`Sources._stale` reads it), one write a file.
@@ -348,15 +369,12 @@ def _line_moved(row: Mapping[str, Any], text: str, locator: Locator) -> dict[str
         or row["source_path"] != row["source_file"]
     ):
         return None
-    old = linemove.known(was)
-    moves = None if old is None else linemove.moves(old, text)
+    moves = locator.moves(was, row["source_file"], text)
     quote = row["quote_exact"] or row["selected_text"] or ""
     lines = None if moves is None else moves.move(start, end, quote)
     if moves is None or lines is None:
         return None
     now = locator.version(row["source_file"], text)
-    if linemove.known(now) is not text:
-        linemove.remember(now, text)
     # Only what differs from the row: a page's notes that did not move write three short
     # columns (no index of the table touched), in one batched statement.
     update: dict[str, Any] = {"source_lines": now}
@@ -369,7 +387,7 @@ def _line_moved(row: Mapping[str, Any], text: str, locator: Locator) -> dict[str
     return update
 
 
-def _same_text(row: Mapping[str, Any], path: str, text: str) -> bool:
+def _same_text(row: Mapping[str, Any], path: str, text: str, locator: Locator) -> bool:
     """Whether a text note anchored in the Markdown itself was located in file `path` as `text`
     is now (its version is that of `text`). Not a note on generated text: what a directive
     generated changes with the build, not with the file. `Sources._stale` selects the same
@@ -379,7 +397,7 @@ def _same_text(row: Mapping[str, Any], path: str, text: str) -> bool:
         and row["anchor_state"] == "anchored"
         and row.get("source_kind") is None
         and bool(row.get("source_lines"))
-        and row["source_lines"] == lineversions.key(path, line_hashes(text))
+        and row["source_lines"] == locator.version(path, text)
     )
 
 
