@@ -176,3 +176,26 @@ def test_notes_an_edit_did_not_touch_are_not_written(project: Path, db_url: str 
     assert [a.source.line_start for a in listed if a.source] == [5, 9, 13, 17, 21, 25]
     assert {a.anchor_state for a in listed} == {"anchored"}
     store.close()
+
+
+def test_versions_planned_in_worker_processes_are_kept(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reconcile(workers=2)` plans in other processes: the keys come back with their path and
+    hashes (`LineKey`), and their versions are written with the notes."""
+    from annotate import relocator
+
+    monkeypatch.setattr(relocator, "PARALLEL_MIN_ROWS", 1)
+    store = annotate.open(project)
+    for i in range(1, 5):
+        store.add_annotation(note(i))
+    edited = "Added.\n\n" + PAGE.replace(REWRITTEN, "Homebrew users can run brew instead.")
+    touch_write(project / "docs" / "install.md", edited)
+    assert store.reconcile(workers=2) == 4
+    now = lineversions.key("docs/install.md", line_hashes(edited))
+    assert rows(store, "SELECT key, lines FROM line_versions") == [(now, line_hashes(edited))]
+    listed = store.list_annotations("/install/")
+    assert [(a.anchor_state, a.source.line_start) for a in listed if a.source] == [
+        ("anchored", 5), ("stale", 9), ("anchored", 13), ("anchored", 17)
+    ]  # fmt: skip
+    store.close()
