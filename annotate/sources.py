@@ -362,11 +362,15 @@ class Sources:
             updates = reconcile.plan(rows, locator, force=force, build=build)
             versions.update(locator.seen)
             unmoved = locator.unmoved
+        # The versions the notes are at now: those of older versions no note points at go.
+        current = {v["source_lines"] for v in updates.values() if v.get("source_lines")}
+        current.update(now for now, _ in unmoved.values())
         if not updates:
             if versions:
                 with self._file.transaction(write=True) as conn:
                     lineversions.keep(conn, versions)
                     lineversions.succeed(conn, unmoved)
+                    lineversions.collect(conn, current)
             return 0
         by_id = {r["id"]: r for r in rows}
         # Write only if the inputs of the plan are still current: another connection may have
@@ -380,8 +384,8 @@ class Sources:
             # The versions first, then the notes that point at them, then the versions of those
             # files no note points at any more are dropped (lineversions.collect).
             lineversions.keep(conn, versions)
-            current = self._tables.current(conn, "annotations", seen, GUARD_COLUMNS)
-            seen = [i for i in seen if current.get(i) == tuple(by_id[i][c] for c in GUARD_COLUMNS)]
+            still = self._tables.current(conn, "annotations", seen, GUARD_COLUMNS)
+            seen = [i for i in seen if still.get(i) == tuple(by_id[i][c] for c in GUARD_COLUMNS)]
             batches: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
             for id, values in updates.items():
                 guarded = tuple(by_id[id][c] for c in GUARD_COLUMNS)
@@ -390,9 +394,7 @@ class Sources:
                 sets = ", ".join(f"{k} = ?" for k in columns)
                 conn.executemany(f"UPDATE annotations SET {sets} WHERE id = ? AND {guard}", batch)
             lineversions.succeed(conn, unmoved)
-            lineversions.collect(
-                conn, {v["source_lines"] for v in updates.values() if v.get("source_lines")}
-            )
+            lineversions.collect(conn, current)
             self._tables.record_many(
                 conn, "annotation", "anchor", [(i, by_id[i]["page_url"]) for i in seen]
             )

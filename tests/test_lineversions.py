@@ -166,7 +166,8 @@ def test_notes_an_edit_did_not_touch_are_not_written(project: Path, db_url: str 
     assert made[0].id not in written and len(written) < len(made)
     now = lineversions.key("docs/install.md", line_hashes(edited))
     old = lineversions.key("docs/install.md", line_hashes(PAGE))
-    assert (old, now) in rows(store, "SELECT key, next FROM line_versions")
+    # The version only the note read alone saw, which no note points at, is gone.
+    assert set(rows(store, "SELECT key, next FROM line_versions")) == {(old, now), (now, None)}
     # Read again: nothing to do (no row written, the same answer).
     assert store.list_annotations("/install/") == listed
     assert dict(rows(store, "SELECT id, source_mtime FROM annotations")) == after
@@ -198,4 +199,26 @@ def test_versions_planned_in_worker_processes_are_kept(
     assert [(a.anchor_state, a.source.line_start) for a in listed if a.source] == [
         ("anchored", 5), ("stale", 9), ("anchored", 13), ("anchored", 17)
     ]  # fmt: skip
+    store.close()
+
+
+def test_edits_that_touch_no_note_keep_two_versions(project: Path, db_url: str | None) -> None:
+    """Edits far from every note write no note and leave the version the notes keep and the
+    file's current one, however many there were."""
+    store = annotate.open(project, db=db_url)
+    for i in range(1, 4):
+        store.add_annotation(note(i))
+    before = rows(store, "SELECT id, source_mtime, source_lines FROM annotations ORDER BY id")
+    page = project / "docs" / "install.md"
+    for word in ("one", "two", "three"):
+        edited = PAGE.replace(SAYS[5], f"{SAYS[5]} {word}")
+        touch_write(page, edited)
+        listed = store.list_annotations("/install/")
+        assert [a.source.line_start for a in listed if a.source] == [3, 7, 11]
+    assert rows(store, "SELECT id, source_mtime, source_lines FROM annotations ORDER BY id") == (
+        before
+    )
+    old = lineversions.key("docs/install.md", line_hashes(PAGE))
+    now = lineversions.key("docs/install.md", line_hashes(edited))
+    assert set(rows(store, "SELECT key, next FROM line_versions")) == {(old, now), (now, None)}
     store.close()
