@@ -9,8 +9,8 @@ note's `source_lines` column holds the key. A read then fetches and writes 16 ch
 not 3 kB, and a page saved unchanged (a new mtime, the same text) costs one write of its version's
 row, not one of each note (`Sources._stale`).
 
-Garbage: a version no note points at any more is dropped when a newer version of the same file
-is written by a reconciliation (`collect`), so a file keeps the versions its notes point at and
+Garbage: a version no note points at any more is dropped when a reconciliation finds the notes
+of its file at a newer version (`collect`), so a file keeps the versions its notes point at and
 the current one; a deleted note's version goes with its file's next edit.
 """
 
