@@ -7,7 +7,8 @@ the table `line_versions` holds each version's hashes under a short key (`key`, 
 file's path and its line hashes), with the mtime the file was last seen with that text, and a
 note's `source_lines` column holds the key. A read then fetches and writes 16 characters a note,
 not 3 kB, and a page saved unchanged (a new mtime, the same text) costs one write of its version's
-row, not one of each note (`Sources._stale`).
+row, not one of each note (`Sources._stale`). Likewise the notes an edit did not move: their rows
+stay, and their version's row names the version they are at now (`next`, `succeed`).
 
 Garbage: a version no note points at any more is dropped when a reconciliation finds the notes
 of its file at a newer version (`collect`), so a file keeps the versions its notes point at and
