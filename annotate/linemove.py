@@ -1,6 +1,7 @@
 """Notes moved by a line diff (issue #31): re-location after an edit costs the lines that changed.
 
-A text note located in a file keeps the hashes of the file's lines (`source_lines`). When the file
+A text note located in a file keeps the version of the file's lines (`source_lines`, the key of
+annotate/lineversions.py). When the file
 is edited, a note whose lines — and the text around them — the edit did not touch is where it was,
 its lines carried through the diff of the old and new lines (`reconcile.map_lines`' diff): no
 projection of the page, no search. Only notes in or near what changed are searched again.
@@ -55,19 +56,19 @@ _PLAIN = re.compile(r" {0,3}(?![0-9]+[.)](?:\s|$))[^\W_]")
 _HIDDEN = re.compile(r"\]\([^)]*\)|<[^>]*>")
 
 
-def remember(hashes: str, text: str) -> None:
-    """Keep `text` as the file whose lines hash to `hashes` (a note was located in it)."""
+def remember(key: str, text: str) -> None:
+    """Keep `text` as the file version `key` names (a note was located in it)."""
     with _lock:
-        _texts[hashes] = text
-        _texts.move_to_end(hashes)
+        _texts[key] = text
+        _texts.move_to_end(key)
         while len(_texts) > MAX_TEXTS:
             _texts.popitem(last=False)
 
 
-def known(hashes: str) -> str | None:
-    """The text whose lines hash to `hashes`, when this process located notes in it lately."""
+def known(key: str) -> str | None:
+    """The text of the file version `key` names, when this process located notes in it lately."""
     with _lock:
-        return _texts.get(hashes)
+        return _texts.get(key)
 
 
 def forget() -> None:

@@ -17,7 +17,8 @@ located again even in an unchanged file, and records that commit (`anchored_on`,
 Nothing is ever dropped. A note that is not `anchored` keeps the lines where it was last seen, and
 `Source.last_known` says so: they never claim the text that now stands there (issue #13). Those
 lines follow the edits made around them (issue #26): each located note keeps a short hash of every
-line of its file as it was (`source_lines`, 8 characters a line), and a note that goes stale has
+line of its file as it was (8 characters a line, kept once per version of the file in
+annotate/lineversions.py, the note's `source_lines` naming it), and a note that goes stale has
 its last known lines carried through a line diff of that file and the file as it is, so three
 lines inserted above a reworded heading move its last known line from 177 to 180.
 Element notes are looked for by their `src`, `href` or text (`sourcemap.locate_element`); text
@@ -38,7 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import fields, generated, linemove, sourcemap
+from . import fields, generated, linemove, lineversions, sourcemap
+from .lineversions import LineKey
 from .models import Build
 from .pages import resolve_page, safe_path
 
@@ -73,6 +75,19 @@ class Locator:
     _mtimes: dict[str, float | None] = field(default_factory=dict)
     _resolved: dict[str, str | None] = field(default_factory=dict)
     _objects: dict[str, list[Any]] = field(default_factory=dict)
+    # Version keys -> the line hashes they name (lineversions.fetch), asked only for a note that
+    # went stale and whose old text this process does not know.
+    lines_of: Callable[[list[str]], Mapping[str, str]] = lambda keys: {}
+    _lines: dict[str, str | None] = field(default_factory=dict)
+    # The versions of files this pass found notes in, with the mtime each was read with: to be
+    # written with the notes (lineversions.keep).
+    seen: dict[LineKey, float] = field(default_factory=dict)
+    # Version key -> the version its notes the edit did not touch are at now, and how many such
+    # notes this pass found (their rows are not written: lineversions.succeed).
+    unmoved: dict[str, tuple[LineKey, int]] = field(default_factory=dict)
+    # Asked once per file (or pair of versions), not once per note: a page's 200 notes share them.
+    _versions: dict[str, tuple[str, LineKey]] = field(default_factory=dict)
+    _moves: dict[tuple[str, str], linemove.Moves | None] = field(default_factory=dict)
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
@@ -100,6 +115,43 @@ class Locator:
                 st = None
             self._mtimes[relative] = st.st_mtime if st and stat.S_ISREG(st.st_mode) else None
         return self._mtimes[relative]
+
+    def version(self, path: str, text: str) -> LineKey:
+        """The key of file `path` as `text` (no record of it)."""
+        known = self._versions.get(path)
+        if known is not None and known[0] is text:
+            return known[1]
+        key = lineversions.key(path, line_hashes(text))
+        self._versions[path] = (text, key)
+        return key
+
+    def moves(self, was: str, path: str, text: str) -> linemove.Moves | None:
+        """The line moves from version `was` to file `path` as `text` (`linemove.moves`), None
+        when the old text is not known here or the edit is not plain prose."""
+        if (was, path) not in self._moves:
+            old = linemove.known(was)
+            found = None if old is None else linemove.moves(old, text)
+            if found is not None:
+                now = self.version(path, text)
+                if linemove.known(now) is not text:
+                    linemove.remember(now, text)
+            self._moves[was, path] = found
+        return self._moves[was, path]
+
+    def keep(self, key: LineKey, mtime: float) -> LineKey:
+        """Record that a note points at version `key`, read with `mtime` (`seen`)."""
+        self.seen[key] = mtime
+        return key
+
+    def old_lines(self, key: str) -> str | None:
+        """The line hashes of version `key`: of its text when this process knows it, else as
+        the store holds them (None: dropped, or never kept)."""
+        text = linemove.known(key)
+        if text is not None:
+            return line_hashes(text)
+        if key not in self._lines:
+            self._lines[key] = self.lines_of([key]).get(key)
+        return self._lines[key]
 
     def read(self, relative: str) -> str | None:
         if relative not in self._files:
@@ -232,21 +284,32 @@ def _plan_row(
     if text is None:
         return None
     change: dict[str, Any] = {"source_file": path, "source_mtime": mtime}
-    if not force and newer is None and path == current and _same_text(row, text):
+    if not force and newer is None and path == current and _same_text(row, path, text, locator):
         # Saved again as it was (an editor's save, a checkout back): located in this very
-        # text with these very inputs, so found where it is.
-        return change
+        # text with these very inputs, so found where it is. Its row is left as it is: the
+        # version's row records the new mtime (`Sources._stale` reads it), one write a file.
+        locator.keep(locator.version(path, text), mtime)
+        return None
     if newer is not None:
         change["anchored_on"] = newer.anchored_on
-    elif not force and path == current and (moved := _line_moved(row, text)) is not None:
-        return change | moved  # the edit did not touch its lines: moved by the diff, no search
+    elif not force and path == current and (moved := _line_moved(row, text, locator)) is not None:
+        # The edit did not touch its lines: moved by the diff, no search.
+        now = locator.keep(moved["source_lines"], mtime)
+        if len(moved) > 1:
+            return change | moved
+        # Not even moved: its row is left as it is, its version's row names the version it is
+        # at now (`Locator.unmoved`), one write a file.
+        n = locator.unmoved.get(row["source_lines"], (now, 0))[1]
+        locator.unmoved[row["source_lines"]] = (now, n + 1)
+        return None
     match = _element_source(text, row) if element else locate_source(text, row)[0]
     # Text once found in the Markdown itself and gone now was deleted or rewritten: stale,
     # never re-pointed at a directive near where it was.
     was_markdown = bool(row["source_path"]) and row.get("source_kind") != "generated"
     made = None if match is not None or element or was_markdown else _generated(text, row, locator)
     if match is not None:
-        linemove.remember(line_hashes(text), text)
+        now = locator.keep(locator.version(path, text), mtime)
+        linemove.remember(now, text)
         change.update(
             source_path=path,
             source_line_start=match.line_start,
@@ -256,9 +319,10 @@ def _plan_row(
             source_object=None,
             anchor_state="anchored",
             anchor_score=float(match.score),
-            source_lines=line_hashes(text),
+            source_lines=now,
         )
     elif made is not None:
+        now = locator.keep(locator.version(path, text), mtime)
         change.update(
             source_path=path,
             source_line_start=made.line_start,
@@ -268,7 +332,7 @@ def _plan_row(
             source_object=made.object,
             anchor_state="anchored",
             anchor_score=100.0 if made.object else 80.0,
-            source_lines=line_hashes(text),
+            source_lines=now,
         )
     elif row["source_path"]:
         # Seen before, not found now: rewritten. Keep the last known lines as a pointer,
@@ -276,14 +340,17 @@ def _plan_row(
         # that stands there now, carried through the edits around them when the file's lines
         # as they were are known (issue #26).
         change.update(anchor_state="stale", anchor_score=0.0)
-        change.update(_moved(row, path, line_hashes(text)))
+        moved = _moved(row, path, text, locator)
+        if moved:
+            locator.keep(moved["source_lines"], mtime)
+        change.update(moved)
     elif element:
         # Never anchored without a source (issue #13, class 7).
         change.update(anchor_state="orphaned", anchor_score=0.0)
     return change
 
 
-def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
+def _line_moved(row: Mapping[str, Any], text: str, locator: Locator) -> dict[str, Any] | None:
     """The update of a note the edit from the text it was located in to `text` did not touch
     (annotate/linemove.py says when that is sure), or None when it must be searched for. The
     columns it leaves out hold what the search would write: the row is anchored, exactly
@@ -302,18 +369,15 @@ def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
         or row["source_path"] != row["source_file"]
     ):
         return None
-    old = linemove.known(was)
-    moves = None if old is None else linemove.moves(old, text)
+    moves = locator.moves(was, row["source_file"], text)
     quote = row["quote_exact"] or row["selected_text"] or ""
     lines = None if moves is None else moves.move(start, end, quote)
     if moves is None or lines is None:
         return None
-    hashes = line_hashes(text)
-    if linemove.known(hashes) is not text:
-        linemove.remember(hashes, text)
-    # Only what differs from the row: a page's notes that did not move write two columns (no
-    # index of the table touched), in one batched statement.
-    update: dict[str, Any] = {"source_lines": hashes}
+    now = locator.version(row["source_file"], text)
+    # Only what differs from the row: a page's notes that did not move write three short
+    # columns (no index of the table touched), in one batched statement.
+    update: dict[str, Any] = {"source_lines": now}
     if lines != (start, end):
         update.update(
             source_line_start=lines[0],
@@ -323,16 +387,17 @@ def _line_moved(row: Mapping[str, Any], text: str) -> dict[str, Any] | None:
     return update
 
 
-def _same_text(row: Mapping[str, Any], text: str) -> bool:
-    """Whether a text note anchored in the Markdown itself was located in `text` as it is now
-    (the hashes of its lines are those kept when it was located). Not a note on generated text:
-    what a directive generated changes with the build, not with the file."""
+def _same_text(row: Mapping[str, Any], path: str, text: str, locator: Locator) -> bool:
+    """Whether a text note anchored in the Markdown itself was located in file `path` as `text`
+    is now (its version is that of `text`). Not a note on generated text: what a directive
+    generated changes with the build, not with the file. `Sources._stale` selects the same
+    notes in SQL (`sources.SAME_TEXT`)."""
     return (
         row["type"] == "text"
         and row["anchor_state"] == "anchored"
         and row.get("source_kind") is None
         and bool(row.get("source_lines"))
-        and row["source_lines"] == line_hashes(text)
+        and row["source_lines"] == locator.version(path, text)
     )
 
 
@@ -400,17 +465,22 @@ def map_lines(old: Sequence[str], new: Sequence[str], start: int, end: int) -> t
     return first, max(first, min(one(end), last))
 
 
-def _moved(row: Mapping[str, Any], path: str, now: str) -> dict[str, Any]:
-    """The last known lines of a note that went stale, carried to the file as it is now (with
-    its lines' hashes, to carry them again after the next edit); nothing when its file's lines
-    as they were are not known (a note last located before issue #26, another file)."""
-    was = row.get("source_lines")
+def _moved(row: Mapping[str, Any], path: str, text: str, locator: Locator) -> dict[str, Any]:
+    """The last known lines of a note that went stale, carried to file `path` as it is now,
+    `text` (with its version, to carry them again after the next edit); nothing when its file's
+    lines as they were are not known (a note last located before issue #26, another file, a
+    version dropped)."""
+    key = row.get("source_lines")
     start, end = row.get("source_line_start"), row.get("source_line_end")
-    if not was or start is None or end is None or row.get("source_path") != path:
+    if not key or start is None or end is None or row.get("source_path") != path:
         return {}
-    if was == now:
+    now = locator.version(path, text)
+    if key == now:
         return {}
-    line_start, line_end = map_lines(_split(was), _split(now), start, end)
+    was = locator.old_lines(key)
+    if was is None:
+        return {}
+    line_start, line_end = map_lines(_split(was), _split(now.lines), start, end)
     return {"source_line_start": line_start, "source_line_end": line_end, "source_lines": now}
 
 

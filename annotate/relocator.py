@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import reconcile
+from .lineversions import LineKey
 from .models import Build
 
 __all__ = ["INLINE_FILES", "INLINE_ROWS", "Relocator", "by_file", "inline", "plan_parallel"]
@@ -62,25 +63,37 @@ def _plan_chunk(
     rows: list[dict[str, Any]],
     registered: dict[str, str | None],
     objects: dict[str, list[Any]],
+    lines: dict[str, str],
     build: Build | None,
     force: bool,
-) -> dict[str, dict[str, Any]]:
-    """`reconcile.plan` in a worker process: the pages' records come along as dicts."""
-    locator = reconcile.Locator(project, registered=registered.get, page_objects=objects.get)
-    return reconcile.plan(rows, locator, force=force, build=build)
+) -> tuple[dict[str, dict[str, Any]], dict[LineKey, float], dict[str, tuple[LineKey, int]]]:
+    """`reconcile.plan` in a worker process, the file versions it saw and its notes the edits
+    did not touch (`Locator.unmoved`): the pages' records and the line hashes of the versions
+    the rows keep come along as dicts."""
+    locator = reconcile.Locator(
+        project,
+        registered=registered.get,
+        page_objects=objects.get,
+        lines_of=lambda keys: {k: lines[k] for k in keys if k in lines},
+    )
+    planned = reconcile.plan(rows, locator, force=force, build=build)
+    return planned, locator.seen, locator.unmoved
 
 
 def plan_parallel(
     rows: Sequence[Mapping[str, Any]],
     project: Path,
     pages: Mapping[str, tuple[str | None, str | None]],
+    lines: Mapping[str, str],
     *,
     workers: int,
     build: Build | None = None,
     force: bool = False,
-) -> dict[str, dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], dict[LineKey, float], dict[str, tuple[LineKey, int]]]:
     """`reconcile.plan` of `rows` on `workers` processes, each given whole files (`pages`: each
-    page URL's registered file and generated objects, as the `pages` table holds them)."""
+    page URL's registered file and generated objects, as the `pages` table holds them; `lines`:
+    the line hashes of the file versions the rows keep), the file versions they saw and their
+    notes the edits did not touch (`Locator.unmoved`)."""
     registered = {url: src for url, (src, _) in pages.items()}
     objects: dict[str, list[Any]] = {}
     for url, (_, generated) in pages.items():
@@ -97,15 +110,23 @@ def plan_parallel(
     # spawn, not fork: the server forking while another thread holds a lock would hang the child.
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=context) as pool:
-        futures = [
-            pool.submit(_plan_chunk, project, chunk, registered, objects, build, force)
-            for chunk in chunks
-            if chunk
-        ]
+        futures = []
+        for chunk in chunks:
+            if chunk:
+                kept = {k: lines[k] for k in {r["source_lines"] for r in chunk} if k in lines}
+                args = (project, chunk, registered, objects, kept, build, force)
+                futures.append(pool.submit(_plan_chunk, *args))
         planned: dict[str, dict[str, Any]] = {}
+        seen: dict[LineKey, float] = {}
+        unmoved: dict[str, tuple[LineKey, int]] = {}
         for future in futures:
-            planned.update(future.result())
-    return {row["id"]: planned[row["id"]] for row in rows if row["id"] in planned}
+            done, saw, still = future.result()
+            planned.update(done)
+            seen.update(saw)
+            for was, (now, n) in still.items():  # a file's notes are all in one chunk
+                unmoved[was] = (now, n + unmoved.get(was, (now, 0))[1])
+    ordered = {row["id"]: planned[row["id"]] for row in rows if row["id"] in planned}
+    return ordered, seen, unmoved
 
 
 class Sources(Protocol):

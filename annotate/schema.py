@@ -23,6 +23,7 @@ from typing import Any
 
 import sqlite_utils
 
+from . import lineversions
 from .fields import ANNOTATION, PAGE_NOTE, REPLY
 
 __all__ = ["LATEST", "MIGRATIONS", "OWN_TABLES", "blob", "dialect", "migrate", "serial"]
@@ -296,6 +297,13 @@ def _review_sources(db: Any) -> None:
     )
 
 
+def _line_versions(db: Any) -> None:
+    # Issue #31: a file's line hashes once per version of the file (annotate/lineversions.py),
+    # each note's `source_lines` the key of its version instead of the hashes themselves.
+    lineversions.create(db)
+    lineversions.convert(db)
+
+
 # Hand-written migrations after the first six, by the version they bring a store to; a version
 # may also add fields' columns (`since`), which run after its own step.
 LATER: dict[int, Callable[[Any], None]] = {
@@ -303,6 +311,7 @@ LATER: dict[int, Callable[[Any], None]] = {
     10: _screenshots,
     11: _pull_requests,
     12: _review_sources,
+    13: _line_versions,
 }
 
 
@@ -348,6 +357,7 @@ OWN_TABLES = frozenset(
         "plan_revisions",
         "screenshots",
         "review_sources",
+        lineversions.TABLE,
         "schema_version",
     }
 )

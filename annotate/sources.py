@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import pages, reconcile, relocator, urls
+from . import lineversions, pages, reconcile, relocator, urls
 from . import validation as validate
 from .backends import Backend, Connection, now
 from .errors import StoreReadOnlyError
+from .lineversions import LineKey
 from .models import Build
 from .tables import IN_CHUNK, Row, Tables
 
@@ -53,10 +54,26 @@ ORIGINAL_COLUMNS = {
 }
 # What a re-location plan was made from: written only if these are still what it read.
 GUARD_COLUMNS = ("replaced_text", "source_file", "source_mtime", "quote_exact", "anchor_state")
+# What a re-location plan reads of a note (annotate/reconcile.py) and `reconcile.changed`
+# compares: not the note's text, its lifecycle or its excerpts, which a read after an edit would
+# fetch only to drop (issue #31).
+PLAN_COLUMNS = (
+    "id", "page_url", "type", "anchor_state", "anchor_score", "anchored_on", "build_branch",
+    "build_commit", "replaced_text", "selected_text", "quote_exact", "quote_prefix",
+    "quote_suffix", "in_code", "occurrence", "element_selector", "source_file", "source_mtime",
+    "source_path", "source_line_start", "source_line_end", "source_kind", "source_object",
+    "source_lines",
+)  # fmt: skip
 # How many pages with notes a filter that matches none names.
 CLOSEST_PAGES = 3
 # What `reading` reconciles: every annotation (a verb's scope is this with a WHERE clause).
 ALL_ANNOTATIONS = "SELECT * FROM annotations"
+# The version of its file a note located in this very text keeps (`reconcile._same_text`): when
+# the file's mtime moved and its version's row records the new one, the text is the same.
+SAME_TEXT = (
+    "CASE WHEN type = 'text' AND anchor_state = 'anchored' AND source_kind IS NULL "
+    "THEN source_lines END"
+)
 
 
 class Project(Protocol):
@@ -96,14 +113,22 @@ class Sources:
         and the mtime recorded for it, and a file whose mtime on disk is the recorded one needs
         nothing, so an unchanged store costs a `stat` per file and the read goes on in the same
         transaction. Notes whose file changed are located again and written first (outside any
-        write lock while their Markdown is read), then read in a new transaction.
+        write lock while their Markdown is read), then read in a new transaction. A file saved
+        again as it was costs a write of one row after the answer (`_stale`'s `saved`).
         """
         if scope is not None and self._project.outside is None:
+            saved: dict[LineKey, float] = {}
             with self._file.transaction(write=False) as conn:
-                stale = self._stale(conn, scope, params, inline=True)
+                stale = self._stale(conn, scope, params, inline=True, saved=saved)
                 if stale is None:
                     yield conn
-                    return
+            if stale is None:
+                if saved:
+                    # Files saved again as they were: their versions' new mtimes, written after
+                    # the answer (which they do not change), so the next read skips them.
+                    with contextlib.suppress(StoreReadOnlyError):
+                        self.reconcile_rows([], saved=saved)
+                return
             with contextlib.suppress(StoreReadOnlyError):
                 # A store that cannot be written is read as it was last written (issue #27).
                 if isinstance(stale, tuple):
@@ -111,13 +136,18 @@ class Sources:
                     # background (annotate/relocator.py).
                     self.mark_pending(*stale)
                     self.relocator.start()
-                else:
-                    self.reconcile_rows(stale())
+                self.reconcile_rows([] if isinstance(stale, tuple) else stale(), saved=saved)
         with self._file.transaction(write=False) as conn:
             yield conn
 
     def _stale(
-        self, conn: Connection, scope: str, params: Sequence[Any], *, inline: bool = False
+        self,
+        conn: Connection,
+        scope: str,
+        params: Sequence[Any],
+        *,
+        inline: bool = False,
+        saved: dict[LineKey, float] | None = None,
     ) -> Callable[[], list[dict[str, Any]]] | tuple[str, list[Any]] | None:
         """The rows `scope` selects whose Markdown file changed since their last check, and those
         made on another commit of the served build's branch and not yet located in this one
@@ -126,7 +156,9 @@ class Sources:
 
         `inline`: when they are more than a read locates before answering
         (`relocator.inline`), not them but the `FROM … WHERE …` that selects them, and its
-        parameters."""
+        parameters. A file saved again as it was (a new mtime, the same text: the version its
+        notes keep, `SAME_TEXT`) does not make its notes stale: its version and mtime go into
+        `saved`, for the caller to write (`lineversions.keep`), one row a file."""
         live = f"FROM ({scope}) AS s WHERE anchor_state != 'removed'"
         build = self._project.build
         # One grouped query tells both: the files and mtimes, and whether any row is behind.
@@ -139,19 +171,40 @@ class Sources:
             behind_params = [build.branch, build.commit]
             any_behind = f"max(CASE WHEN {behind} THEN 1 ELSE 0 END)"
         pending = f"max(CASE WHEN anchor_state = '{reconcile.PENDING}' THEN 1 ELSE 0 END)"
+        # The version's row (its mtime, the version its notes are at since an edit that did not
+        # touch them, and that one's mtime) joined to the groups, not to the rows.
+        table = lineversions.TABLE
         groups = conn.execute(
-            f"SELECT source_file, source_mtime, {any_behind}, {pending}, count(*) {live} "
-            "GROUP BY source_file, source_mtime",
+            f"SELECT g.*, v.mtime, v.next, w.mtime FROM (SELECT source_file, source_mtime, "
+            f"{any_behind} AS late, {pending} AS pending, count(*) AS n, {SAME_TEXT} AS version "
+            f"{live} GROUP BY source_file, source_mtime, version) AS g "
+            f"LEFT JOIN {table} AS v ON v.key = g.version LEFT JOIN {table} AS w ON w.key = v.next",
             [*behind_params, *params],
         ).fetchall()
         if not groups:
             return None
         locator = self.locator()
-        # A pending note's file is one that changed (or a process marked it so and stopped).
-        changed = {
-            f for f, mtime, _, left, _ in groups if f is None or left or locator.mtime(f) != mtime
-        }
-        moved = any(late for _, _, late, _, _ in groups)
+        changed: set[str | None] = set()
+        for f, mtime, _, left, _, version, seen, after, after_seen in groups:
+            # A pending note's file is one that changed (or a process marked it so and stopped).
+            if f is None or left:
+                changed.add(f)
+                continue
+            disk = locator.mtime(f)
+            if disk == mtime or (disk is not None and version and disk in (seen, after_seen)):
+                continue
+            text = locator.read(f) if version is not None and disk is not None else None
+            now = None if text is None else locator.version(f, text)
+            if (
+                now is not None
+                and disk is not None
+                and now in (version, after)
+                and saved is not None
+            ):
+                saved[now] = disk  # saved again as it was
+            else:
+                changed.add(f)
+        moved = any(group[2] for group in groups)
         if not changed and not moved:
             return None
         files = sorted(f for f in changed if f is not None)
@@ -162,10 +215,10 @@ class Sources:
             which.append(f"({behind})")
         where = f"{live} AND ({' OR '.join(which)})"
         where_params = [*params, *files, *(behind_params if moved else [])]
-        count = sum(n for f, _, late, _, n in groups if f in changed or late)
+        count = sum(g[4] for g in groups if g[0] in changed or g[2])
         if inline and not relocator.inline(count, len(changed)):
             return where, where_params
-        return self._tables.send(conn, f"SELECT * {where}", where_params)
+        return self._tables.send(conn, f"SELECT {', '.join(PLAN_COLUMNS)} {where}", where_params)
 
     def page_files(self, conn: Connection, urls: set[str]) -> dict[str, str | None]:
         """The Markdown file of each page, for page notes' `source`: the plugin's record, else
@@ -246,8 +299,14 @@ class Sources:
                 return registered[url]
             return self._registered_page(url)
 
+        def lines_of(keys: list[str]) -> Mapping[str, str]:
+            return lineversions.fetch(self._file.connection(), keys)
+
         return reconcile.Locator(
-            self._project.project_dir, registered=page, page_objects=self._page_objects
+            self._project.project_dir,
+            registered=page,
+            page_objects=self._page_objects,
+            lines_of=lines_of,
         )
 
     def _page_objects(self, page_url: str) -> list[Any] | None:
@@ -269,24 +328,49 @@ class Sources:
         )
         return row[0] if row else None
 
-    def reconcile_rows(self, rows: Iterable[Row], *, force: bool = False, workers: int = 1) -> int:
+    def reconcile_rows(
+        self,
+        rows: Iterable[Row],
+        *,
+        force: bool = False,
+        workers: int = 1,
+        saved: Mapping[LineKey, float] | None = None,
+    ) -> int:
         """Re-locate the rows whose Markdown changed; return how many were looked at again.
-        `workers`: processes to plan a large set on (`relocator.plan_parallel`)."""
+        `workers`: processes to plan a large set on (`relocator.plan_parallel`). `saved`: file
+        versions seen again with a new mtime (`_stale`), written with the notes."""
         # A removed note's text was deleted on purpose: there is nothing to find again.
         rows = [r for r in rows if r["anchor_state"] != "removed"]
-        if not rows:
-            return 0
+        versions = dict(saved or {})
+        unmoved: dict[str, tuple[LineKey, int]] = {}
         build = self._project.build
-        if workers > 1 and len(rows) >= relocator.PARALLEL_MIN_ROWS:
+        if not rows:
+            updates: dict[str, dict[str, Any]] = {}
+        elif workers > 1 and len(rows) >= relocator.PARALLEL_MIN_ROWS:
             with self._file.transaction(write=False) as conn:
                 found = conn.execute("SELECT page_url, src_path, generated FROM pages")
                 records = {url: (src, made) for url, src, made in found.fetchall()}
-            updates = relocator.plan_parallel(
-                rows, self._project.project_dir, records, workers=workers, build=build, force=force
-            )
+                kept = sorted({r["source_lines"] for r in rows if r["source_lines"]})
+                lines = lineversions.fetch(conn, kept)
+            updates, saw, unmoved = relocator.plan_parallel(
+                rows, self._project.project_dir, records, lines,
+                workers=workers, build=build, force=force,
+            )  # fmt: skip
+            versions.update(saw)
         else:
-            updates = reconcile.plan(rows, self.locator(), force=force, build=build)
+            locator = self.locator()
+            updates = reconcile.plan(rows, locator, force=force, build=build)
+            versions.update(locator.seen)
+            unmoved = locator.unmoved
+        # The versions the notes are at now: those of older versions no note points at go.
+        current = {v["source_lines"] for v in updates.values() if v.get("source_lines")}
+        current.update(now for now, _ in unmoved.values())
         if not updates:
+            if versions:
+                with self._file.transaction(write=True) as conn:
+                    lineversions.keep(conn, versions)
+                    lineversions.succeed(conn, unmoved)
+                    lineversions.collect(conn, current)
             return 0
         by_id = {r["id"]: r for r in rows}
         # Write only if the inputs of the plan are still current: another connection may have
@@ -297,8 +381,11 @@ class Sources:
         seen = [id for id, values in updates.items() if reconcile.changed(by_id[id], values)]
         guard = " AND ".join(f"{c} {self._file.same} ?" for c in GUARD_COLUMNS)
         with self._file.transaction(write=True) as conn:
-            current = self._tables.current(conn, "annotations", seen, GUARD_COLUMNS)
-            seen = [i for i in seen if current.get(i) == tuple(by_id[i][c] for c in GUARD_COLUMNS)]
+            # The versions first, then the notes that point at them, then the versions of those
+            # files no note points at any more are dropped (lineversions.collect).
+            lineversions.keep(conn, versions)
+            still = self._tables.current(conn, "annotations", seen, GUARD_COLUMNS)
+            seen = [i for i in seen if still.get(i) == tuple(by_id[i][c] for c in GUARD_COLUMNS)]
             batches: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
             for id, values in updates.items():
                 guarded = tuple(by_id[id][c] for c in GUARD_COLUMNS)
@@ -306,6 +393,8 @@ class Sources:
             for columns, batch in batches.items():
                 sets = ", ".join(f"{k} = ?" for k in columns)
                 conn.executemany(f"UPDATE annotations SET {sets} WHERE id = ? AND {guard}", batch)
+            lineversions.succeed(conn, unmoved)
+            lineversions.collect(conn, current)
             self._tables.record_many(
                 conn, "annotation", "anchor", [(i, by_id[i]["page_url"]) for i in seen]
             )
@@ -367,8 +456,11 @@ class Sources:
     def relocate_changed(self, batch_files: int, hold: Callable[[], None] = lambda: None) -> int:
         """Locate again every note whose file changed (the background pass), `batch_files`
         files a write, `hold` called before each; return how many were looked at."""
+        saved: dict[LineKey, float] = {}
         with self._file.transaction(write=False) as conn:
-            stale = self._stale(conn, ALL_ANNOTATIONS, ())
+            stale = self._stale(conn, ALL_ANNOTATIONS, (), saved=saved)
+        if saved:
+            self.reconcile_rows([], saved=saved)
         if stale is None or isinstance(stale, tuple):
             return 0  # nothing changed (a tuple only when asked `inline`: never here)
         groups = relocator.by_file(stale())

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
+from . import lineversions
 from . import validation as validate
 from .backends import Backend, Connection, Rows, now
 from .errors import AnnotationNotFound, InvalidTransition, PageNoteNotFound
@@ -141,11 +142,13 @@ class Tables:
         return {r[0]: tuple(r[1:]) for read in sent for r in read()[1]}
 
     def insert(self, conn: Connection, table: str, values: Mapping[str, Any]) -> None:
+        _keep_version(conn, values)
         cols = ", ".join(values)
         marks = ", ".join("?" * len(values))
         conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(values.values()))
 
     def update(self, conn: Connection, table: str, id: str, values: Mapping[str, Any]) -> None:
+        _keep_version(conn, values)
         sets = ", ".join(f"{k} = ?" for k in values)
         conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), id))
 
@@ -167,6 +170,14 @@ class Tables:
             if row is not None:
                 return table, row
         raise PageNoteNotFound(id) if kind == "page_note" else AnnotationNotFound(id)
+
+
+def _keep_version(conn: Connection, values: Mapping[str, Any]) -> None:
+    """The file version a note just located points at (`source_lines`), written with it
+    (annotate/lineversions.py)."""
+    key = values.get("source_lines")
+    if isinstance(key, lineversions.LineKey):
+        lineversions.keep(conn, {key: values.get("source_mtime")})
 
 
 def new_id(prefix: str) -> str:

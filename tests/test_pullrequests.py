@@ -576,7 +576,7 @@ def test_pushing_again_with_an_event_posts_no_empty_review(store: Any, github: A
 
 @pytest.mark.sqlite_only
 def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
-    # A store written before pull requests (schema 11; 12, the reviews' sources, came after):
+    # A store written before pull requests (schema 11; 12 and 13 came after):
     # opening it adds the two tables.
     import sqlite3
 
@@ -588,6 +588,7 @@ def test_a_store_of_the_previous_version_gains_the_links(repo: Path) -> None:
         conn.execute("DROP TABLE pr_links")
         conn.execute("DROP TABLE pr_replies")
         conn.execute("DROP TABLE review_sources")
+        conn.execute("DROP TABLE line_versions")
         conn.execute("DELETE FROM schema_version WHERE version >= 11")
     conn.close()
     with annotate.open(repo) as store:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import annotate
-from annotate import linemove, reconcile, relocator
+from annotate import linemove, lineversions, reconcile, relocator
 from annotate.export import render
 from annotate.importing import import_data
 from annotate.store import Store
@@ -209,14 +209,29 @@ def test_the_line_diff_answers_what_the_search_does(tmp_path: Path, name: str) -
         ]
         # Those near the edit are searched; the others are carried, no parse of the page.
         assert len(ids) - 6 <= len(carried) < len(ids)
-    moved = reconcile.plan(rows, store.sources.locator())
+    locator = store.sources.locator()
+    moved = reconcile.plan(rows, locator)
     linemove.forget()
     searched = reconcile.plan(rows, store.sources.locator())
-    # The same columns written (the line diff leaves out those that keep their value).
+    # The same columns written (the line diff leaves out those that keep their value); a note
+    # not even moved is not written: its version's row says which version it is at now.
     for row in rows:
-        assert {**row, **moved[row["id"]]} == {**row, **searched[row["id"]]}
-    assert len(moved) == len(ids)
+        if row["id"] in moved:
+            assert {**row, **moved[row["id"]]} == {**row, **searched[row["id"]]}
+        else:
+            assert {**row, **searched[row["id"]]} == {
+                **row,
+                "source_mtime": path.stat().st_mtime,
+                "source_lines": searched_key(path),
+            }
+    kept = len(ids) - len(moved)
+    assert dict(locator.unmoved) == ({rows[0]["source_lines"]: (searched_key(path), kept)}
+                                     if kept else {})  # fmt: skip
     store.close()
+
+
+def searched_key(path: Path) -> str:
+    return lineversions.key("docs/p.md", reconcile.line_hashes(path.read_text()))
 
 
 def note_on(text: str) -> dict[str, object]:

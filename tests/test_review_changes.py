@@ -139,10 +139,11 @@ def test_a_store_of_the_previous_version_gains_the_table(project: Path) -> None:
     path = project / ".annotate" / "annotations.db"
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE review_sources")
-        conn.execute("DELETE FROM schema_version WHERE version = 12")
+        conn.execute("DROP TABLE line_versions")  # version 13 came after
+        conn.execute("DELETE FROM schema_version WHERE version >= 12")
     conn.close()
     with annotate.open(project) as store:
-        assert store.schema_version == schema.LATEST == 12
+        assert store.schema_version == schema.LATEST
         id = sent_and_edited(project, store)
         files = store.reviews.changes(id)["files"]
         assert [f["path"] for f in files] == ["docs/guide/install.md", "docs/index.md"]
