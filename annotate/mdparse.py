@@ -105,6 +105,7 @@ def _escape_code_pipes(line: str) -> str:
 
 
 _DEFINITION = re.compile(r"^:[ \t]{1,3}(?=\S)")
+_DEFINITION_LINE = re.compile(r"^:[ \t]{1,3}\S", re.MULTILINE)  # any line `_DEFINITION` matches
 
 
 def _dedent_definitions(lines: list[str]) -> list[str]:
@@ -144,8 +145,17 @@ def _for_parsing(source: str) -> str:
     """`source` rewritten where markdown-it would read it unlike Python-Markdown, line for line.
 
     Token line maps of the result stay valid for `source`, against which text is aligned. Fenced
-    code is left alone: docs that teach Markdown show tab and table syntax there.
+    code is left alone: docs that teach Markdown show tab and table syntax there. A file with
+    none of what is rewritten (most pages: no tab, callout title, table or definition) is
+    `source` itself, known from four scans of it rather than a pass over its lines.
     """
+    if (
+        "===" not in source
+        and ": **" not in source
+        and "|" not in source
+        and not ((source.startswith(":") or "\n:" in source) and _DEFINITION_LINE.search(source))
+    ):
+        return source
     lines = _dedent_definitions(source.split("\n"))
     fence = ""  # the marker of the open code fence
     in_table = False

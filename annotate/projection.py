@@ -155,7 +155,8 @@ class _Projector:
         self.region = (0, 0)
         self._decoded: _View | None = None
         self._raw: _View | None = None
-        defs = [m.group(1) for m in _FOOTNOTE_DEF.finditer(source)]
+        # `[^` first: the multi-line pattern alone tries every character of the page.
+        defs = [m.group(1) for m in _FOOTNOTE_DEF.finditer(source)] if "[^" in source else []
         # Python-Markdown numbers footnotes by definition order (USE_DEFINITION_ORDER, default).
         self.footnote_number = {label: n for n, label in enumerate(dict.fromkeys(defs), 1)}
 
