@@ -132,7 +132,7 @@ def folded_projection(source: str) -> tuple[str, array[int], bytes, str]:
     text, slices = fold(shown)
     if slices == [(0, len(shown))]:  # nothing dropped or collapsed: a page of plain paragraphs
         return text, offsets[:], code, shown
-    gathered: array[int] = array("q")
+    gathered: array[int] = array("i")
     flags = bytearray()
     parts: list[str] = []
     for start, end in slices:

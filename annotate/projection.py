@@ -40,10 +40,10 @@ _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\n]+)\]:", re.MULTILINE)
 _FENCE_TITLE = re.compile(r'\btitle="([^"]*)"')
 
 
-# Source offsets are kept as machine integers (`array("q")`), copied in slices of `_iota`: a run of
-# source characters shown as they are (a plain paragraph, a code line) costs one copy, not a Python
-# object per character (issue #31).
-_IOTA: array[int] = array("q")
+# Source offsets are kept as machine integers (`array("i")`, 32 bits: a file read is at most 8 MB),
+# copied in slices of `_iota`: a run of source characters shown as they are (a plain paragraph, a
+# code line) costs one copy, not a Python object per character (issue #31).
+_IOTA: array[int] = array("i")
 
 
 def _iota(n: int) -> array[int]:
@@ -52,7 +52,7 @@ def _iota(n: int) -> array[int]:
     global _IOTA
     iota = _IOTA
     if len(iota) < n:
-        iota = _IOTA = array("q", range(max(n, 2 * len(iota), 1 << 16)))
+        iota = _IOTA = array("i", range(max(n, 2 * len(iota), 1 << 16)))
     return iota
 
 
@@ -148,7 +148,7 @@ class _Projector:
         self.pieces: list[str] = []
         self.length = 0
         self.last = ""
-        self.offsets: array[int] = array("q")
+        self.offsets: array[int] = array("i")
         self.code_flags = bytearray()  # 1 for each character shown as code
         self.iota = _iota(len(source) + 1)
         self.cursor = 0
