@@ -266,26 +266,43 @@ class _Projector:
         as `inline` projects them; a plain one's lines are its text, so each character is where
         it stands, each line break on its `\\n`, and the break after the last line placed as
         `end_block` places it."""
+        starts, source, iota = self.line_starts, self.source, self.iota
+        lines, size = len(starts), len(source)
+        shown = 0  # characters of the plain paragraphs not yet counted in `length`
+        left: tuple[int, int, int] | None = None  # the region and cursor the last one leaves
         for paragraph in run:
             if paragraph.alone is not None:
+                self._placed(shown, left)
+                shown, left = 0, None
                 self.inline(placed(paragraph)[1])
                 continue
-            start, stop = self._line_offset(paragraph.start), self._line_offset(paragraph.end)
-            # Before the last line's `\n` (the file's end when it has none).
-            text_end = stop - 1 if paragraph.end < len(self.line_starts) else stop
-            self.region, self.cursor = (start, stop), text_end
-            self._decoded = self._raw = None
-            # The lines and the `\n` after them (`_here()`: on that `\n`, on the last character
-            # at the file's end), as one slice of the source and its offsets.
-            end = text_end + 1 if text_end < stop else text_end
-            self.pieces.append(self.source[start:end])
-            self.offsets.extend(self.iota[start:end])
-            if end == text_end:
-                self.pieces.append("\n")
-                self.offsets.append(self._here())
-            self.length += text_end - start + 1
-            self.last = "\n"
-            self.code_flags.extend(bytes(text_end - start + 1))
+            start = starts[paragraph.start] if paragraph.start < lines else size
+            # The lines and the `\n` after them, as one slice of the source and its offsets; at
+            # the file's end (no `\n`) the break is placed as `_here()` places it there.
+            if paragraph.end < lines:
+                stop = starts[paragraph.end]
+                text_end = stop - 1
+                self.pieces.append(source[start:stop])
+                self.offsets.extend(iota[start:stop])
+            else:
+                stop = text_end = size
+                self.pieces += (source[start:stop], "\n")
+                self.offsets.extend(iota[start:stop])
+                self.offsets.append(max(0, min(max(start, stop - 1), size - 1)))
+            shown += text_end - start + 1
+            left = (start, stop, text_end)
+        self._placed(shown, left)
+
+    def _placed(self, shown: int, left: tuple[int, int, int] | None) -> None:
+        """Count `shown` characters of plain paragraphs just placed (none shown as code), and
+        leave the region and cursor where the last of them (`left`) leaves them."""
+        if left is None:
+            return
+        self.length += shown
+        self.last = "\n"
+        self.code_flags.extend(bytes(shown))
+        self.region, self.cursor = (left[0], left[1]), left[2]
+        self._decoded = self._raw = None
 
     def _text(self, content: str) -> None:
         offsets = self.align(content)
