@@ -181,19 +181,24 @@ def _front_matter_end(lines: list[str]) -> int:
     return -1
 
 
-def runs(lines: list[str], source: list[str], unread: list[str]) -> list[list[Paragraph]]:
+def runs(
+    lines: list[str], source: list[str], unread: list[str], text: str | None = None
+) -> list[list[Paragraph]]:
     """Runs of top-level paragraphs read alone, of `lines` (the file as parsed) whose lines are
     those of `source` (the file as written); each line starts with a letter, and a paragraph
     with markup reads as one paragraph alone, with no brackets if the file defines links.
 
     Conservative: a line this scan takes for one that markdown-it reads otherwise is caught by
-    the placeholder check (`read`); a paragraph left out only costs its parse.
+    the placeholder check (`read`); a paragraph left out only costs its parse. `text`: `lines`
+    joined, when the caller has it.
     """
     found: list[list[Paragraph]] = []
     start = _front_matter_end(lines)
     if start < 0:
         return found
-    defines = _DEFINITION.search("\n".join(lines)) is not None
+    text = "\n".join(lines) if text is None else text
+    # `]:` first: the multi-line pattern alone tries every character of the page.
+    defines = "]:" in text and _DEFINITION.search(text) is not None
     fence = ""
     html_end = ""
     after_blank = True
@@ -213,7 +218,7 @@ def runs(lines: list[str], source: list[str], unread: list[str]) -> list[list[Pa
                 html_end = ""
             n, after_blank, in_run = n + 1, False, False
             continue
-        if _blank(line):
+        if not line.strip(" \t"):  # `_blank`, inline: one call fewer a line
             n, after_blank = n + 1, True
             continue
         if after_blank and _LETTER.match(line) and line == source[n]:
@@ -247,7 +252,7 @@ def _read_alone(
 ) -> Paragraph | None:
     """Paragraph lines [start, end) (each starting with a letter) read alone, or None; one
     whose text was never read alone is added to `unread` and given no tokens yet (`()`)."""
-    if all(_plain(line) for line in lines[start:end]):
+    if _plain(lines[start]) if end == start + 1 else all(map(_plain, lines[start:end])):
         return Paragraph(start, end, None)
     text = "\n".join(lines[start:end])
     if defines and ("[" in text or "]" in text):
@@ -295,10 +300,10 @@ def read(text: str, md: MarkdownIt, source: str) -> Reading:
     lines = text.split("\n")
     written = source.split("\n") if source is not text else lines
     unread: list[str] = []
-    found = runs(lines, written, unread)
+    found = runs(lines, written, unread, text)
     if unread:  # read them all in one parse, then scan again with what they are
         _read_all_alone(list(dict.fromkeys(unread)), md)
-        found = runs(lines, written, [])
+        found = runs(lines, written, [], text)
     if not found:
         return Reading(md.parse(text), {}, lines)
     skeleton = list(lines)

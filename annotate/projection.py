@@ -11,6 +11,7 @@ import bisect
 import html
 import re
 import string
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -39,13 +40,29 @@ _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\n]+)\]:", re.MULTILINE)
 _FENCE_TITLE = re.compile(r'\btitle="([^"]*)"')
 
 
+# Source offsets are kept as machine integers (`array("i")`, 32 bits: a file read is at most 8 MB),
+# copied in slices of `_iota`: a run of source characters shown as they are (a plain paragraph, a
+# code line) costs one copy, not a Python object per character (issue #31).
+_IOTA: array[int] = array("i")
+
+
+def _iota(n: int) -> array[int]:
+    """0, 1, 2, … at least up to `n`: the offsets of any run of a source of `n` characters are a
+    slice of it. Grown, never changed: a thread holding the old one keeps a valid one."""
+    global _IOTA
+    iota = _IOTA
+    if len(iota) < n:
+        iota = _IOTA = array("i", range(max(n, 2 * len(iota), 1 << 16)))
+    return iota
+
+
 @dataclass(frozen=True)
 class ProjectedText:
     """The text a page shows, with `offsets[i]` the source offset of `text[i]`."""
 
     source: str
     text: str
-    offsets: tuple[int, ...]
+    offsets: array[int]
     # code[i] is 1 where text[i] is shown inside `<pre>` or `<code>` (fenced, indented or inline code).
     code: bytes = b""
 
@@ -57,13 +74,13 @@ class ProjectedText:
 class _View:
     """A region of the source as a string, with the source offset of each character."""
 
-    def __init__(self, text: str, offsets: list[int]) -> None:
+    def __init__(self, text: str, offsets: Sequence[int]) -> None:
         self.text = text
         self.offsets = offsets
 
     @classmethod
     def raw(cls, source: str, start: int, end: int) -> _View:
-        return cls(source[start:end], list(range(start, end)))
+        return cls(source[start:end], _iota(end)[start:end])
 
     @classmethod
     def decoded(cls, source: str, start: int, end: int) -> _View:
@@ -126,14 +143,20 @@ class _Projector:
     def __init__(self, source: str) -> None:
         self.source = source
         self.line_starts = line_starts(source)
-        self.chars: list[str] = []
-        self.offsets: list[int] = []
+        # The text shown so far, in pieces (one slice per plain paragraph), its length and last
+        # character; `_flat` joins the pieces where a character inside is needed.
+        self.pieces: list[str] = []
+        self.length = 0
+        self.last = ""
+        self.offsets: array[int] = array("i")
         self.code_flags = bytearray()  # 1 for each character shown as code
+        self.iota = _iota(len(source) + 1)
         self.cursor = 0
         self.region = (0, 0)
         self._decoded: _View | None = None
         self._raw: _View | None = None
-        defs = [m.group(1) for m in _FOOTNOTE_DEF.finditer(source)]
+        # `[^` first: the multi-line pattern alone tries every character of the page.
+        defs = [m.group(1) for m in _FOOTNOTE_DEF.finditer(source)] if "[^" in source else []
         # Python-Markdown numbers footnotes by definition order (USE_DEFINITION_ORDER, default).
         self.footnote_number = {label: n for n, label in enumerate(dict.fromkeys(defs), 1)}
 
@@ -162,18 +185,18 @@ class _Projector:
             self._decoded = _View.decoded(self.source, start, end)
         return self._decoded
 
-    def align(self, piece: str, *, raw: bool = False) -> list[int]:
+    def align(self, piece: str, *, raw: bool = False) -> Sequence[int]:
         """Source offsets of the characters of `piece`, found from the cursor on."""
         view = self._view(raw)
         pos = bisect.bisect_left(view.offsets, self.cursor)
         found = view.text.find(piece, pos) if piece else -1
         if found >= 0:
-            offsets = view.offsets[found : found + len(piece)]
-            self.cursor = offsets[-1] + 1
-            return offsets
+            found_offsets = view.offsets[found : found + len(piece)]
+            self.cursor = found_offsets[-1] + 1
+            return found_offsets
         # Not there verbatim (a generated admonition title, a code span over a line break, a link
         # text markdown-it normalised): align character by character, never far ahead.
-        offsets = []
+        offsets: list[int] = []
         lookahead = FIRST_CHAR_LOOKAHEAD
         for ch in piece:
             if not ch.isspace():
@@ -194,16 +217,30 @@ class _Projector:
         start, end = self.region
         return max(0, min(max(start, min(self.cursor, end - 1)), len(self.source) - 1))
 
-    def emit(self, text: str, offsets: list[int], *, code: bool = False) -> None:
-        self.chars.extend(text)
+    def emit(self, text: str, offsets: Sequence[int], *, code: bool = False) -> None:
+        if not text:
+            return
+        self.pieces.append(text)
+        self.length += len(text)
+        self.last = text[-1]
         self.offsets.extend(offsets)
         self.code_flags.extend((b"\x01" if code else b"\x00") * len(text))
+
+    def _flat(self) -> str:
+        """The text shown so far, as one piece."""
+        if len(self.pieces) > 1:
+            self.pieces = ["".join(self.pieces)]
+        return self.pieces[0] if self.pieces else ""
+
+    def result(self) -> ProjectedText:
+        """What was projected."""
+        return ProjectedText(self.source, self._flat(), self.offsets, bytes(self.code_flags))
 
     def emit_text(self, piece: str, *, raw: bool = False, code: bool = False) -> None:
         self.emit(piece, self.align(piece, raw=raw), code=code)
 
     def end_block(self) -> None:
-        if self.chars and self.chars[-1] != "\n":
+        if self.length and self.last != "\n":
             self.emit("\n", [self._here()])
 
     # -- token kinds -----------------------------------------------------------------------
@@ -229,19 +266,43 @@ class _Projector:
         as `inline` projects them; a plain one's lines are its text, so each character is where
         it stands, each line break on its `\\n`, and the break after the last line placed as
         `end_block` places it."""
+        starts, source, iota = self.line_starts, self.source, self.iota
+        lines, size = len(starts), len(source)
+        shown = 0  # characters of the plain paragraphs not yet counted in `length`
+        left: tuple[int, int, int] | None = None  # the region and cursor the last one leaves
         for paragraph in run:
             if paragraph.alone is not None:
+                self._placed(shown, left)
+                shown, left = 0, None
                 self.inline(placed(paragraph)[1])
                 continue
-            start, stop = self._line_offset(paragraph.start), self._line_offset(paragraph.end)
-            # Before the last line's `\n` (the file's end when it has none).
-            text_end = stop - 1 if paragraph.end < len(self.line_starts) else stop
-            self.chars.extend(self.source[start:text_end])
-            self.offsets.extend(range(start, text_end))
-            self.code_flags.extend(bytes(text_end - start))
-            self.region, self.cursor = (start, stop), text_end
-            self._decoded = self._raw = None
-            self.emit("\n", [self._here()])
+            start = starts[paragraph.start] if paragraph.start < lines else size
+            # The lines and the `\n` after them, as one slice of the source and its offsets; at
+            # the file's end (no `\n`) the break is placed as `_here()` places it there.
+            if paragraph.end < lines:
+                stop = starts[paragraph.end]
+                text_end = stop - 1
+                self.pieces.append(source[start:stop])
+                self.offsets.extend(iota[start:stop])
+            else:
+                stop = text_end = size
+                self.pieces += (source[start:stop], "\n")
+                self.offsets.extend(iota[start:stop])
+                self.offsets.append(max(0, min(max(start, stop - 1), size - 1)))
+            shown += text_end - start + 1
+            left = (start, stop, text_end)
+        self._placed(shown, left)
+
+    def _placed(self, shown: int, left: tuple[int, int, int] | None) -> None:
+        """Count `shown` characters of plain paragraphs just placed (none shown as code), and
+        leave the region and cursor where the last of them (`left`) leaves them."""
+        if left is None:
+            return
+        self.length += shown
+        self.last = "\n"
+        self.code_flags.extend(bytes(shown))
+        self.region, self.cursor = (left[0], left[1]), left[2]
+        self._decoded = self._raw = None
 
     def _text(self, content: str) -> None:
         offsets = self.align(content)
@@ -322,23 +383,23 @@ class _Projector:
             elif kind == "html_block" and token.map is not None:
                 self.html_block(token)
             elif kind == "admonition_open":
-                at = len(self.chars)
+                at = self.length
                 admonitions.append([token.meta.get("tag") == TAB_TAG, at, at])
             elif kind == "admonition_title_close" and admonitions:
-                admonitions[-1][2] = len(self.chars)
+                admonitions[-1][2] = self.length
             elif kind == "admonition_close" and admonitions:
                 is_tab, label_start, label_end = admonitions.pop()
                 if is_tab:
-                    tab_set.append((label_start, label_end, len(self.chars)))
+                    tab_set.append((label_start, label_end, self.length))
                     if not continues_tab_set(tokens, i):
                         self._labels_first(tab_set)
                         tab_set = []
             elif kind == "footnote_open":
-                fn_start = len(self.chars)
+                fn_start = self.length
                 label = str(token.meta.get("label", ""))
                 fn_number = self.footnote_number.get(label, len(footnotes) + 1)
             elif kind == "footnote_close":
-                footnotes.append((fn_number, fn_start, len(self.chars)))
+                footnotes.append((fn_number, fn_start, self.length))
         if footnotes:
             # markdown-it lists footnotes by first reference, Python-Markdown by definition.
             self._reorder(footnotes[0][1], [(s, e) for _, s, e in sorted(footnotes)])
@@ -348,7 +409,8 @@ class _Projector:
 
         The labels touch (`<label>pip</label><label>uv</label>`): drop the line break after each.
         """
-        labels = [(start, end - (self.chars[end - 1] == "\n")) for start, end, _ in tabs[:-1]]
+        text = self._flat()
+        labels = [(start, end - (text[end - 1] == "\n")) for start, end, _ in tabs[:-1]]
         last_start, last_end, _ = tabs[-1]
         labels.append((last_start, last_end))
         bodies = [(end, body_end) for _, end, body_end in tabs]
@@ -356,15 +418,20 @@ class _Projector:
 
     def _reorder(self, base: int, pieces: list[tuple[int, int]]) -> None:
         """Replace the projection from `base` to its end with `pieces` ([start, end) ranges of it)."""
-        chars, offsets, code = self.chars[base:], self.offsets[base:], self.code_flags[base:]
-        del self.chars[base:], self.offsets[base:], self.code_flags[base:]
+        text = self._flat()
+        chars, offsets, code = text[base:], self.offsets[base:], self.code_flags[base:]
+        del self.offsets[base:], self.code_flags[base:]
+        kept = [text[:base]]
         for start, end in pieces:
-            self.chars.extend(chars[start - base : end - base])
+            kept.append(chars[start - base : end - base])
             self.offsets.extend(offsets[start - base : end - base])
             self.code_flags.extend(code[start - base : end - base])
+        self.pieces = ["".join(kept)]
+        self.length = len(self.pieces[0])
+        self.last = self.pieces[0][-1:]
 
 
-def _keys_shown(content: str, offsets: list[int]) -> tuple[str, list[int]]:
+def _keys_shown(content: str, offsets: Sequence[int]) -> tuple[str, list[int]]:
     """pymdownx.keys' `++ctrl+alt+del++` as the page shows it ("Ctrl+Alt+Del"), each shown
     character placed at the key name it comes from."""
     chars: list[str] = []
@@ -442,6 +509,4 @@ def project_markdown(source: str) -> ProjectedText:
     projector = _Projector(source)
     reading = read(source)
     projector.walk(reading.skeleton, reading.paragraphs)
-    return ProjectedText(
-        source, "".join(projector.chars), tuple(projector.offsets), bytes(projector.code_flags)
-    )
+    return projector.result()

@@ -88,12 +88,19 @@ class Locator:
     # Asked once per file (or pair of versions), not once per note: a page's 200 notes share them.
     _versions: dict[str, tuple[str, LineKey]] = field(default_factory=dict)
     _moves: dict[tuple[str, str], linemove.Moves | None] = field(default_factory=dict)
+    _paths: dict[str, Path | None] = field(default_factory=dict)
+
+    def _full(self, relative: str) -> Path | None:
+        """`safe_path` of a file, resolved once a pass: page_file, mtime and read all ask."""
+        if relative not in self._paths:
+            self._paths[relative] = safe_path(self.project, relative)
+        return self._paths[relative]
 
     def page_file(self, page_url: str) -> str | None:
         """The Markdown file of a page: the plugin's registration first, else mkdocs.yml rules."""
         if page_url not in self._resolved:
             registered = self.registered(page_url)
-            if registered is not None and safe_path(self.project, registered) is not None:
+            if registered is not None and self._full(registered) is not None:
                 self._resolved[page_url] = registered
             else:
                 self._resolved[page_url] = resolve_page(self.project, page_url)
@@ -108,7 +115,7 @@ class Locator:
     def mtime(self, relative: str) -> float | None:
         """The file's mtime, or None when it is missing or outside the project (cached)."""
         if relative not in self._mtimes:
-            full = safe_path(self.project, relative)
+            full = self._full(relative)
             try:
                 st = os.stat(full) if full is not None else None
             except OSError:
@@ -155,7 +162,7 @@ class Locator:
 
     def read(self, relative: str) -> str | None:
         if relative not in self._files:
-            full = safe_path(self.project, relative)
+            full = self._full(relative)
             try:
                 if full is None or full.stat().st_size > MAX_SOURCE_BYTES:
                     raise OSError

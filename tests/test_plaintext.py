@@ -161,8 +161,7 @@ def whole(source: str) -> ProjectedText:
     """The projection of `source` from a parse of the whole file."""
     projector = _Projector(source)
     projector.walk(parse_full(source))
-    text = "".join(projector.chars)
-    return ProjectedText(source, text, tuple(projector.offsets), bytes(projector.code_flags))
+    return projector.result()
 
 
 def assert_read_as_whole(source: str) -> None:

@@ -10,19 +10,17 @@ one rule of the Markdown side: the quote with one word changed near where it was
 from __future__ import annotations
 
 import bisect
-import operator
 import re
 from array import array
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from rapidfuzz.distance import Indel
 
+from ..folding import folded_projection
 from ..mdparse import NEWLINES, line_starts
-from ..projection import project_markdown
 from .matching import context_elsewhere, framed, locate
 from .normalise import normalise
 from .text import find_all
@@ -146,27 +144,10 @@ _BLANK = "\x00"
 # ~30 MB; the compact arrays keep that far below a tuple of int objects.
 @lru_cache(maxsize=128)
 def haystack_of(source: str) -> Haystack:
-    """The haystack of Markdown `source` (line ends `\\n`), made once per text."""
-    projected = project_markdown(source)
-    text, index = normalise(projected.text)
-    if len(index) == len(projected.text) and projected.text.isascii():
-        # Folding ASCII keeps each character at most once, in order: all kept, nothing moved (a
-        # page of plain paragraphs), so the gathers below would copy.
-        offsets = array("q", projected.offsets)
-        return Haystack(text, offsets, line_starts(source), projected.code, projected.text)
-    # One C-level gather per sequence (itemgetter of all indexes), not a Python call a character.
-    pick = _gather(index)
-    offsets = array("q", pick(projected.offsets))
-    code = bytes(pick(projected.code)) if projected.code else b""
-    shown = "".join(pick(projected.text))
+    """The haystack of Markdown `source` (line ends `\\n`), made once per text: the projection
+    folded by slices (annotate/folding.py), not a Python object per character."""
+    text, offsets, code, shown = folded_projection(source)
     return Haystack(text, offsets, line_starts(source), code, shown)
-
-
-def _gather(index: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
-    """What takes the items at `index` of a sequence, in order, as a sequence."""
-    if len(index) > 1:
-        return operator.itemgetter(*index)
-    return lambda seq: [seq[i] for i in index]
 
 
 class _Where(NamedTuple):
