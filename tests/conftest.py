@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,22 @@ def write_project(root: Path, install_md: str) -> Path:
     (root / "docs" / "guide").mkdir(parents=True)
     (root / "docs" / "guide" / "install.md").write_text(install_md)
     return root
+
+
+def write_install_page(root: Path, install_md: str) -> Path:
+    """A project folder whose nav is `docs/install.md` (the page `/install/`)."""
+    (root / "mkdocs.yml").write_text("site_name: Test\nnav:\n  - install.md\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "install.md").write_text(install_md)
+    return root
+
+
+def touch_write(path: Path, text: str) -> float:
+    """Write with an mtime 5 s after the previous one (coarse file systems) and return it."""
+    at = (path.stat().st_mtime if path.exists() else 0) + 5
+    path.write_text(text)
+    os.utime(path, (at, at))
+    return at
 
 
 # -- PostgreSQL: one throwaway cluster per session, a fresh schema per test --------------------

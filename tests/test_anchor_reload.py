@@ -16,6 +16,8 @@ from annotate.anchoring import matching
 from annotate.anchoring.pagecache import PREPARED_S, Anchors
 from annotate.web import create_app
 
+from .conftest import write_install_page
+
 BACKENDS = ("sqlite", "postgresql")
 TOKEN = "t" * 32
 PAGE = "# Install\n\nUse pipx when you want the tool isolated from your other packages.\n"
@@ -24,10 +26,7 @@ TEXT = "Install\nUse pipx when you want the tool isolated from your other packag
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: Test\nnav:\n  - install.md\n")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "install.md").write_text(PAGE)
-    return tmp_path
+    return write_install_page(tmp_path, PAGE)
 
 
 class Counting:

@@ -4,7 +4,6 @@ anchored (class 3), on page text and in Markdown; deleted quotes still anchor no
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,8 @@ import pytest
 import annotate
 from annotate.anchoring import PageIndex, build_selector, locate, locate_many
 from annotate.sourcemap import locate_in_markdown, normalise, project_markdown
+
+from .conftest import touch_write
 
 # The text of a rendered page with keyboard shortcuts as pymdownx.keys shows them (`++p++ ,
 # ++comma++` becomes "P , , "), as the overlay reads it.
@@ -240,13 +241,6 @@ def test_markdown_deleted_short_quote_is_not_found(quote: str, word: str, new: s
     edited = GUIDE_MARKDOWN.format(sentence="See below")
     assert in_markdown(edited, quote, prefix, suffix) == (0, 0)
     assert locate_in_markdown(edited, quote, prefix=prefix, suffix=suffix) is None
-
-
-def touch_write(path: Path, text: str) -> None:
-    """Write and make sure the mtime differs from the previous one (coarse file systems)."""
-    before = path.stat().st_mtime
-    path.write_text(text)
-    os.utime(path, (before + 5, before + 5))
 
 
 def test_stored_note_stays_anchored_through_a_one_word_edit(tmp_path: Path) -> None:

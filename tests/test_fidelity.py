@@ -8,7 +8,6 @@ none is copied from one.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,8 @@ from annotate.context import get_context
 from annotate.errors import ValidationError
 from annotate.schema import LATEST
 from annotate.store import Store
+
+from .conftest import touch_write
 
 # A reference page: the Markdown of an example in a fence, then the example rendered.
 REFERENCE = """\
@@ -62,13 +63,6 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "ref.md").write_text(REFERENCE)
     return tmp_path
-
-
-def touch_write(path: Path, text: str) -> None:
-    """Write and make sure the mtime differs from the previous one (coarse file systems)."""
-    before = path.stat().st_mtime
-    path.write_text(text)
-    os.utime(path, (before + 5, before + 5))
 
 
 def text_note(exact: str, prefix: str = "", suffix: str = "", **more: Any) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ from annotate import lineversions, schema
 from annotate.export import render
 from annotate.reconcile import line_hashes
 from annotate.store import Store
+
+from .conftest import touch_write, write_install_page
 
 # Each test taking `db_url` runs on both (tests/conftest.py).
 BACKENDS = ("sqlite", "postgresql")
@@ -33,18 +34,7 @@ REWRITTEN = SAYS[1] + "."
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: Test\nnav:\n  - install.md\n")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "install.md").write_text(PAGE)
-    return tmp_path
-
-
-def touch_write(path: Path, text: str) -> float:
-    """Write with an mtime that differs from the previous one (coarse file systems)."""
-    at = path.stat().st_mtime + 5
-    path.write_text(text)
-    os.utime(path, (at, at))
-    return at
+    return write_install_page(tmp_path, PAGE)
 
 
 def note(i: int) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,8 @@ from annotate import sourcemap
 from annotate.anchoring import markdown as anchoring_markdown
 from annotate.export import render
 from annotate.store import Store
+
+from .conftest import touch_write, write_install_page
 
 # Each test taking `db_url` runs on both (tests/conftest.py).
 BACKENDS = ("sqlite", "postgresql")
@@ -35,17 +36,7 @@ Use pipx when you want the tool isolated from your other packages.
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "mkdocs.yml").write_text("site_name: Test\nnav:\n  - install.md\n")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "install.md").write_text(PAGE)
-    return tmp_path
-
-
-def touch_write(path: Path, text: str) -> None:
-    """Write and make sure the mtime differs from the previous one (coarse file systems)."""
-    before = path.stat().st_mtime if path.exists() else 0
-    path.write_text(text)
-    os.utime(path, (before + 5, before + 5))
+    return write_install_page(tmp_path, PAGE)
 
 
 def quote(selected: str, prefix: str = "", suffix: str = "") -> dict:
